@@ -1,0 +1,143 @@
+//! [`Host`]: the `Backend` of CPU threads, at `System` scope only.
+
+use std::time::{Duration, Instant};
+
+use sync_shared::{Backend, Ordering, System, Word};
+
+#[cfg(all(target_os = "linux", not(loom)))]
+use crate::futex as parking;
+#[cfg(any(not(target_os = "linux"), loom))]
+use crate::parking;
+
+/// The host backend: `core::sync::atomic` (already system-wide on a CPU), spin then
+/// park on a futex (Linux) or a Mutex+Condvar bucket (elsewhere, and under loom).
+///
+/// It implements `Backend<System>` only: a CPU thread is never inside a GPU block,
+/// cluster or device, so `Barrier<Block, Host>` has no methods.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Host;
+
+/// Spin rounds before parking: round `r` spins `2^r` pause instructions, so the spin
+/// phase covers about a microsecond — a cross-core hand-off — before yielding.
+const SPIN_ROUNDS: u32 = 10;
+/// Rounds that yield the processor after spinning, before parking: with more threads
+/// than cores, the thread we wait for may need this core.
+const YIELD_ROUNDS: u32 = 2;
+
+// SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
+// (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the
+// bucket lock), whose compare is atomic with FUTEX_WAKE; wakes use the address as a key
+// only; thread ids are addresses of a live thread-local.
+unsafe impl Backend<System> for Host {
+    type Instant = Instant;
+
+    #[inline(always)]
+    fn load(word: &Word, order: Ordering) -> u32 {
+        word.load(order)
+    }
+    #[inline(always)]
+    fn store(word: &Word, value: u32, order: Ordering) {
+        word.store(value, order)
+    }
+    #[inline(always)]
+    fn swap(word: &Word, value: u32, order: Ordering) -> u32 {
+        word.swap(value, order)
+    }
+    #[inline(always)]
+    fn compare_exchange(
+        word: &Word,
+        current: u32,
+        new: u32,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u32, u32> {
+        word.compare_exchange(current, new, success, failure)
+    }
+    #[inline(always)]
+    fn fetch_add(word: &Word, value: u32, order: Ordering) -> u32 {
+        word.fetch_add(value, order)
+    }
+    #[inline(always)]
+    fn fetch_sub(word: &Word, value: u32, order: Ordering) -> u32 {
+        word.fetch_sub(value, order)
+    }
+    #[inline(always)]
+    fn fence(order: Ordering) {
+        #[cfg(loom)]
+        loom::sync::atomic::fence(order);
+        #[cfg(not(loom))]
+        std::sync::atomic::fence(order);
+    }
+
+    #[inline]
+    fn now() -> Instant {
+        Instant::now()
+    }
+    fn after(from: Instant, duration: Duration) -> Instant {
+        // About 30 years ahead stands in for "never" when the sum overflows.
+        from.checked_add(duration)
+            .unwrap_or_else(|| from + Duration::from_secs(1 << 30))
+    }
+
+    #[inline]
+    fn relax(round: &mut u32) -> bool {
+        #[cfg(loom)]
+        {
+            // Spinning only multiplies loom's interleavings: park at once.
+            let _ = round;
+            false
+        }
+        #[cfg(not(loom))]
+        {
+            if *round < SPIN_ROUNDS {
+                for _ in 0..1u32 << *round {
+                    std::hint::spin_loop();
+                }
+            } else if *round < SPIN_ROUNDS + YIELD_ROUNDS {
+                std::thread::yield_now();
+            } else {
+                return false;
+            }
+            *round += 1;
+            true
+        }
+    }
+
+    fn yield_now() {
+        #[cfg(loom)]
+        loom::thread::yield_now();
+        #[cfg(not(loom))]
+        std::thread::yield_now();
+    }
+
+    #[cold]
+    fn park(word: &Word, expected: u32, deadline: Option<Instant>) {
+        let timeout = match deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return,
+            },
+            None => None,
+        };
+        parking::wait(word, expected, timeout);
+    }
+
+    #[cold]
+    fn wake_one(word: &Word) {
+        parking::wake(word, 1);
+    }
+
+    #[cold]
+    fn wake_all(word: &Word) {
+        parking::wake(word, i32::MAX);
+    }
+
+    #[inline]
+    fn thread_id() -> usize {
+        #[cfg(loom)]
+        loom::thread_local! { static ANCHOR: u8 = const { 0 }; }
+        #[cfg(not(loom))]
+        std::thread_local! { static ANCHOR: u8 = const { 0 }; }
+        ANCHOR.with(|anchor| std::ptr::from_ref(anchor) as usize)
+    }
+}

@@ -1,0 +1,68 @@
+//! The host (CPU) flavour of scoped-sync: the [`Host`] backend and the primitives at
+//! [`System`] scope.
+//!
+//! Waits spin briefly, then park on a futex (Linux; a Mutex+Condvar table elsewhere).
+//! Releasing, counting down or arriving makes no system call when nobody is parked.
+//!
+//! The aliases keep the scope as a defaulted parameter so that the scope shows in the
+//! type, but only [`System`] has methods: a narrower scope does not compile.
+//!
+//! ```compile_fail
+//! let barrier = sync_host::Barrier::<sync_shared::Block>::new(2); // no Backend<Block> for Host
+//! ```
+
+#[cfg(all(target_os = "linux", not(loom)))]
+mod futex;
+mod host;
+#[cfg(any(not(target_os = "linux"), loom))]
+mod parking;
+
+pub use host::Host;
+pub use sync_shared::{
+    error, scope, ArrivalToken, Block, Cluster, Completion, Device, NoCompletion, Scope, Stopped,
+    System, Thread, UsageError, UsageErrorKind, SEMAPHORE_MAX,
+};
+
+/// [`sync_shared::Barrier`] on CPU threads.
+pub type Barrier<S = System, F = NoCompletion> = sync_shared::Barrier<S, Host, F>;
+/// [`sync_shared::Latch`] on CPU threads.
+pub type Latch<S = System> = sync_shared::Latch<S, Host>;
+/// [`sync_shared::CountingSemaphore`] on CPU threads.
+pub type CountingSemaphore<const MAX: u32 = SEMAPHORE_MAX, S = System> =
+    sync_shared::CountingSemaphore<S, Host, MAX>;
+/// [`sync_shared::BinarySemaphore`] on CPU threads.
+pub type BinarySemaphore<S = System> = sync_shared::BinarySemaphore<S, Host>;
+/// [`sync_shared::FairSemaphore`] on CPU threads.
+pub type FairSemaphore<const MAX: u32 = SEMAPHORE_MAX, S = System> =
+    sync_shared::FairSemaphore<S, Host, MAX>;
+/// [`sync_shared::StopSource`] on CPU threads.
+pub type StopSource<S = System> = sync_shared::StopSource<S, Host>;
+/// [`sync_shared::StopToken`] on CPU threads.
+pub type StopToken<'a, S = System> = sync_shared::StopToken<'a, S, Host>;
+/// [`sync_shared::StopCallback`] on CPU threads.
+pub type StopCallback<'a, F, S = System> = sync_shared::StopCallback<'a, F, S, Host>;
+
+/// A registered [`StopCallback`] on the heap: the closest thing to constructing a C++
+/// `std::stop_callback`. Dropping the box deregisters it.
+pub fn stop_callback<'a, F: FnOnce() + Send>(
+    token: StopToken<'a>,
+    callback: F,
+) -> std::pin::Pin<Box<StopCallback<'a, F>>> {
+    let boxed = Box::pin(StopCallback::new(token, callback));
+    boxed.as_ref().register();
+    boxed
+}
+
+#[cfg(not(loom))]
+mod layout_checks {
+    use super::*;
+    use sync_shared::{assert_layout, layout};
+
+    assert_layout!(Barrier, layout::BARRIER);
+    assert_layout!(Latch, layout::LATCH);
+    assert_layout!(CountingSemaphore, layout::COUNTING_SEMAPHORE);
+    assert_layout!(BinarySemaphore, layout::COUNTING_SEMAPHORE);
+    assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
+    #[cfg(target_pointer_width = "64")]
+    assert_layout!(StopSource, layout::STOP_SOURCE);
+}

@@ -1,0 +1,221 @@
+//! [`Latch`]: a single-use count-down.
+//!
+//! # Algorithm
+//!
+//! One word: a "sleepers" bit and the counter. `count_down` is a compare-and-swap, so a
+//! decrement beyond the counter is refused before the word changes. The decrement that
+//! reaches zero also clears the sleepers bit and, if it was set, wakes every sleeper.
+//!
+//! # Memory ordering
+//!
+//! `count_down` is a release operation and a wait that returns has loaded zero with
+//! acquire ordering, so everything written before any `count_down` is visible after
+//! any `wait` returns (C++ [thread.latch.class]: `count_down` strongly happens before
+//! the return of the waits it unblocks).
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::time::Duration;
+
+use crate::backend::{Backend, Word};
+use crate::error::{violated, Interrupted, Stopped, UsageError, UsageErrorKind};
+use crate::message::ConstMessage;
+use crate::primitive::{const_fn, Ordering};
+use crate::scope::Scope;
+use crate::stop_token::StopToken;
+use crate::wait::{wait_until, Limits, Spin};
+
+/// At least one thread may be parked on the word.
+const SLEEPERS: u32 = 1 << 31;
+/// The counter.
+const COUNT: u32 = SLEEPERS - 1;
+
+/// A single-use barrier: threads count it down, and waits return once it reaches zero.
+///
+/// Counterpart: C++20 `std::latch`, libcu++ `cuda::latch<Scope>`.
+///
+/// # Examples
+///
+/// ```
+/// use scoped_sync::Latch;
+///
+/// let workers_ready = Latch::new(4);
+/// std::thread::scope(|s| {
+///     for _ in 0..4 {
+///         s.spawn(|| workers_ready.count_down(1));
+///     }
+///     workers_ready.wait();
+/// });
+/// assert!(workers_ready.try_wait());
+/// ```
+#[repr(C)]
+pub struct Latch<S: Scope, B: Backend<S>> {
+    /// `SLEEPERS | count`.
+    state: Word,
+    _backend: PhantomData<(S, fn() -> B)>,
+}
+
+impl<S: Scope, B: Backend<S>> Latch<S, B> {
+    const_fn! {
+        /// A latch with counter `expected`.
+        ///
+        /// # Panics
+        ///
+        /// If `expected > Self::max()`.
+        #[track_caller]
+        pub fn new(expected: u32) -> Self {
+            if expected > COUNT {
+                ConstMessage::new()
+                    .text("Latch::new: expected = ")
+                    .number(expected as u64)
+                    .text(" exceeds Latch::max() = ")
+                    .number(COUNT as u64)
+                    .panic();
+            }
+            Self { state: Word::new(expected), _backend: PhantomData }
+        }
+    }
+
+    /// Like [`new`](Self::new), but returns an error instead of panicking.
+    pub fn try_new(expected: u32) -> Result<Self, UsageError> {
+        if expected > COUNT {
+            return Err(UsageError::new(
+                "Latch::new",
+                UsageErrorKind::ExceedsMax {
+                    value: expected,
+                    max: COUNT,
+                },
+            ));
+        }
+        Ok(Self::new(expected))
+    }
+
+    /// The largest counter a latch supports: 2³¹ − 1.
+    pub const fn max() -> u32 {
+        COUNT
+    }
+
+    /// Decrements the counter by `n` (release); at zero, releases every waiter.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds the counter. The latch is left unchanged.
+    #[inline]
+    #[track_caller]
+    pub fn count_down(&self, n: u32) {
+        if let Err(error) = self.try_count_down(n) {
+            violated(error)
+        }
+    }
+
+    /// Like [`count_down`](Self::count_down), but returns an error instead of panicking.
+    #[inline]
+    pub fn try_count_down(&self, n: u32) -> Result<(), UsageError> {
+        self.count_down_as("Latch::count_down", n)
+    }
+
+    fn count_down_as(&self, operation: &'static str, n: u32) -> Result<(), UsageError> {
+        let mut current = B::load(&self.state, Ordering::Relaxed);
+        loop {
+            let count = current & COUNT;
+            if n > count {
+                return Err(UsageError::new(
+                    operation,
+                    UsageErrorKind::CountDownExceedsCount { n, count },
+                ));
+            }
+            // Reaching zero clears the sleepers bit: nobody needs waking after this.
+            let next = if count == n { 0 } else { current - n };
+            match B::compare_exchange(
+                &self.state,
+                current,
+                next,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(actual) => current = actual,
+            }
+        }
+        if current & COUNT == n && current & SLEEPERS != 0 {
+            B::wake_all(&self.state);
+        }
+        Ok(())
+    }
+
+    /// Whether the counter has reached zero (acquire when `true`).
+    ///
+    /// Unlike C++'s `try_wait`, this never fails spuriously.
+    #[inline]
+    pub fn try_wait(&self) -> bool {
+        B::load(&self.state, Ordering::Acquire) & COUNT == 0
+    }
+
+    fn wait_limited(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
+        wait_until(
+            &self.state,
+            Ordering::Acquire,
+            limits,
+            Spin::First,
+            |value| value & COUNT == 0,
+            |value| {
+                if value & SLEEPERS != 0 {
+                    return Some(value);
+                }
+                B::compare_exchange(
+                    &self.state,
+                    value,
+                    value | SLEEPERS,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .ok()
+                .map(|_| value | SLEEPERS)
+            },
+        )
+        .map(drop)
+    }
+
+    /// Blocks until the counter reaches zero (acquire).
+    #[inline]
+    pub fn wait(&self) {
+        let _ = self.wait_limited(&Limits::NONE);
+    }
+
+    /// Waits at most `timeout` for zero; `true` if reached.
+    pub fn try_wait_for(&self, timeout: Duration) -> bool {
+        self.wait_limited(&Limits::within(timeout)).is_ok()
+    }
+
+    /// Waits until `deadline` for zero; `true` if reached.
+    pub fn try_wait_until(&self, deadline: B::Instant) -> bool {
+        self.wait_limited(&Limits::until(deadline)).is_ok()
+    }
+
+    /// Waits for zero, or until `stop` is requested.
+    pub fn wait_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+        self.wait_limited(&Limits::stop(stop)).map_err(|_| Stopped)
+    }
+
+    /// Counts down by `n`, then waits for zero.
+    ///
+    /// # Panics
+    ///
+    /// If `n` exceeds the counter. The latch is left unchanged.
+    #[track_caller]
+    pub fn arrive_and_wait(&self, n: u32) {
+        if let Err(error) = self.count_down_as("Latch::arrive_and_wait", n) {
+            violated(error)
+        }
+        self.wait();
+    }
+}
+
+impl<S: Scope, B: Backend<S>> fmt::Debug for Latch<S, B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Latch")
+            .field("scope", &S::NAME)
+            .field("count", &(B::load(&self.state, Ordering::Relaxed) & COUNT))
+            .finish()
+    }
+}

@@ -1,0 +1,50 @@
+//! The byte layout every backend's objects must have, so that an object created by one
+//! side (host) can be used through the other side's type (device). Each backend crate
+//! asserts its aliases against these at compile time.
+
+/// Size and alignment of a type, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// `size_of`.
+    pub size: usize,
+    /// `align_of`.
+    pub align: usize,
+}
+
+/// `Barrier` without completion function: state word, expected word.
+pub const BARRIER: Layout = Layout { size: 8, align: 4 };
+/// `Latch`: one word.
+pub const LATCH: Layout = Layout { size: 4, align: 4 };
+/// `CountingSemaphore` (and `BinarySemaphore`): counter word, waiter word.
+pub const COUNTING_SEMAPHORE: Layout = Layout { size: 8, align: 4 };
+/// `FairSemaphore`: ticket word, grant word.
+pub const FAIR_SEMAPHORE: Layout = Layout { size: 8, align: 4 };
+/// `StopSource` on a 64-bit target: state word, requester, list head, running node.
+pub const STOP_SOURCE: Layout = Layout { size: 32, align: 8 };
+
+/// The layout of `T`.
+pub const fn of<T>() -> Layout {
+    Layout {
+        size: core::mem::size_of::<T>(),
+        align: core::mem::align_of::<T>(),
+    }
+}
+
+/// Asserts at compile time that `$ty` has layout `$expected` (a [`Layout`] constant).
+#[macro_export]
+macro_rules! assert_layout {
+    ($ty:ty, $expected:expr) => {
+        const _: () = {
+            let actual = $crate::layout::of::<$ty>();
+            let expected: $crate::layout::Layout = $expected;
+            assert!(
+                actual.size == expected.size && actual.align == expected.align,
+                concat!(
+                    "layout of ",
+                    stringify!($ty),
+                    " differs from the shared layout"
+                )
+            );
+        };
+    };
+}

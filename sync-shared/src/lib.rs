@@ -1,0 +1,37 @@
+//! The `no_std` core of scoped-sync: thread scopes, the backend contract, and the
+//! synchronization algorithms, written once and shared by the host (`sync-host`) and
+//! device (`sync-device`) backends.
+//!
+//! Every primitive is generic over a scope `S` (see [`scope`]) and a backend
+//! `B: Backend<S>`, is `#[repr(C)]`, and has a `const fn new`, so it can be a `static`
+//! and can have the same bytes on both sides. Users normally name the aliases of a
+//! backend crate (`scoped_sync::Barrier`) rather than these types.
+#![no_std]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+#[cfg(test)]
+extern crate std;
+
+mod primitive;
+
+pub mod backend;
+pub mod barrier;
+pub mod error;
+pub mod fair_semaphore;
+pub mod latch;
+pub mod layout;
+mod message;
+pub mod scope;
+pub mod semaphore;
+pub mod stop_token;
+mod wait;
+
+pub use backend::{Backend, Word};
+pub use barrier::{ArrivalToken, Barrier, Completion, NoCompletion};
+pub use error::{Stopped, UsageError, UsageErrorKind};
+pub use fair_semaphore::FairSemaphore;
+pub use latch::Latch;
+pub use primitive::Ordering;
+pub use scope::{Block, Cluster, Device, Includes, Scope, System, Thread};
+pub use semaphore::{BinarySemaphore, CountingSemaphore, SEMAPHORE_MAX};
+pub use stop_token::{StopCallback, StopSource, StopToken};

@@ -1,0 +1,266 @@
+//! [`CountingSemaphore`] and [`BinarySemaphore`]: unfair (barging) semaphores.
+//!
+//! # Algorithm
+//!
+//! The counter lives in one word, the number of threads that are (about to be) parked
+//! in a second. Acquire is a compare-and-swap that decrements a positive counter; a
+//! thread that finds zero spins as the backend advises, then registers in the waiter
+//! count and parks on the counter word while it is zero. Release is a compare-and-swap
+//! that checks `MAX` before adding, then wakes parked threads only if the waiter count
+//! is non-zero, so an uncontended release makes no system call.
+//!
+//! # Memory ordering
+//!
+//! A release (the compare-and-swap) is a release operation and a successful acquire is
+//! an acquire operation on the counter: what a thread wrote before `release` is visible
+//! to the thread whose `acquire` takes that unit. The waiter registration and the
+//! releaser's waiter check form a store-buffering (Dekker) pair — the waiter writes the
+//! waiter count then reads the counter, the releaser writes the counter then reads the
+//! waiter count — so all four accesses are sequentially consistent: at least one side
+//! sees the other, and a release never misses a thread about to park. (On x86-64 the
+//! sequentially consistent loads are plain loads.)
+
+use core::fmt;
+use core::marker::PhantomData;
+use core::time::Duration;
+
+use crate::backend::{Backend, Word};
+use crate::error::{violated, Interrupted, Stopped, UsageError, UsageErrorKind};
+use crate::message::ConstMessage;
+use crate::primitive::{const_fn, Ordering};
+use crate::scope::Scope;
+use crate::stop_token::StopToken;
+use crate::wait::{wait_until, Limits, Spin};
+
+/// The largest `MAX` a semaphore accepts, and the default: 2³⁰ − 1. (The fair
+/// semaphore needs the headroom of a 32-bit word for its waiting tickets.)
+pub const SEMAPHORE_MAX: u32 = (1 << 30) - 1;
+
+/// A counting semaphore with a counter in `0..=MAX`, for threads inside scope `S`.
+///
+/// Unfair: a thread arriving at `acquire` may take a unit before threads that have been
+/// waiting longer. See [`FairSemaphore`](crate::FairSemaphore) for FIFO order.
+///
+/// Counterpart: C++20 `std::counting_semaphore<MAX>`, libcu++
+/// `cuda::counting_semaphore<Scope, MAX>`.
+///
+/// # Examples
+///
+/// ```
+/// use scoped_sync::CountingSemaphore;
+///
+/// // At most two threads inside at once.
+/// let slots: CountingSemaphore<2> = CountingSemaphore::new(2);
+/// std::thread::scope(|s| {
+///     for _ in 0..8 {
+///         s.spawn(|| {
+///             slots.acquire();
+///             // ... use one of two resources ...
+///             slots.release(1);
+///         });
+///     }
+/// });
+/// assert!(slots.try_acquire());
+/// ```
+#[repr(C)]
+pub struct CountingSemaphore<S: Scope, B: Backend<S>, const MAX: u32 = SEMAPHORE_MAX> {
+    /// The counter.
+    count: Word,
+    /// Threads registered to park on `count`.
+    waiters: Word,
+    _backend: PhantomData<(S, fn() -> B)>,
+}
+
+/// A semaphore whose counter is 0 or 1.
+///
+/// Counterpart: C++20 `std::binary_semaphore`, libcu++ `cuda::binary_semaphore<Scope>`.
+pub type BinarySemaphore<S, B> = CountingSemaphore<S, B, 1>;
+
+impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
+    const MAX_IS_SUPPORTED: () = assert!(
+        MAX <= SEMAPHORE_MAX,
+        "CountingSemaphore: MAX exceeds SEMAPHORE_MAX"
+    );
+
+    const_fn! {
+        /// A semaphore with counter `initial`.
+        ///
+        /// # Panics
+        ///
+        /// If `initial > MAX`. (`MAX > SEMAPHORE_MAX` is a compile error.)
+        #[track_caller]
+        pub fn new(initial: u32) -> Self {
+            let () = Self::MAX_IS_SUPPORTED;
+            if initial > MAX {
+                ConstMessage::new()
+                    .text("CountingSemaphore::new: initial = ")
+                    .number(initial as u64)
+                    .text(" exceeds max() = ")
+                    .number(MAX as u64)
+                    .panic();
+            }
+            Self { count: Word::new(initial), waiters: Word::new(0), _backend: PhantomData }
+        }
+    }
+
+    /// Like [`new`](Self::new), but returns an error instead of panicking.
+    pub fn try_new(initial: u32) -> Result<Self, UsageError> {
+        if initial > MAX {
+            return Err(UsageError::new(
+                "CountingSemaphore::new",
+                UsageErrorKind::ExceedsMax {
+                    value: initial,
+                    max: MAX,
+                },
+            ));
+        }
+        Ok(Self::new(initial))
+    }
+
+    /// The largest counter value: `MAX`.
+    pub const fn max() -> u32 {
+        MAX
+    }
+
+    /// Adds `n` to the counter (release) and wakes up to `n` waiting threads.
+    ///
+    /// # Panics
+    ///
+    /// If the counter would exceed `MAX`. The semaphore is left unchanged.
+    #[inline]
+    #[track_caller]
+    pub fn release(&self, n: u32) {
+        if let Err(error) = self.try_release(n) {
+            violated(error)
+        }
+    }
+
+    /// Like [`release`](Self::release), but returns an error instead of panicking.
+    #[inline]
+    pub fn try_release(&self, n: u32) -> Result<(), UsageError> {
+        let mut count = B::load(&self.count, Ordering::Relaxed);
+        loop {
+            if n > MAX - count {
+                return Err(UsageError::new(
+                    "CountingSemaphore::release",
+                    UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
+                ));
+            }
+            match B::compare_exchange(
+                &self.count,
+                count,
+                count + n,
+                Ordering::SeqCst,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(actual) => count = actual,
+            }
+        }
+        if B::load(&self.waiters, Ordering::SeqCst) != 0 {
+            self.wake(n);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn wake(&self, n: u32) {
+        if n == 1 {
+            B::wake_one(&self.count);
+        } else {
+            B::wake_all(&self.count);
+        }
+    }
+
+    /// Takes a unit if the counter is positive; never blocks. `true` on success
+    /// (acquire).
+    ///
+    /// Unlike C++'s `try_acquire`, this never fails spuriously.
+    #[inline]
+    pub fn try_acquire(&self) -> bool {
+        let mut count = B::load(&self.count, Ordering::Relaxed);
+        while count > 0 {
+            match B::compare_exchange(
+                &self.count,
+                count,
+                count - 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => count = actual,
+            }
+        }
+        false
+    }
+
+    /// Blocks until it takes a unit (acquire).
+    #[inline]
+    pub fn acquire(&self) {
+        if !self.try_acquire() {
+            let _ = self.acquire_slow(&Limits::NONE);
+        }
+    }
+
+    /// Tries to take a unit for at most `timeout`; `true` on success.
+    pub fn try_acquire_for(&self, timeout: Duration) -> bool {
+        self.try_acquire() || self.acquire_slow(&Limits::within(timeout)).is_ok()
+    }
+
+    /// Tries to take a unit until `deadline`; `true` on success.
+    pub fn try_acquire_until(&self, deadline: B::Instant) -> bool {
+        self.try_acquire() || self.acquire_slow(&Limits::until(deadline)).is_ok()
+    }
+
+    /// Blocks until it takes a unit, or until `stop` is requested.
+    pub fn acquire_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+        if self.try_acquire() {
+            return Ok(());
+        }
+        self.acquire_slow(&Limits::stop(stop)).map_err(|_| Stopped)
+    }
+
+    #[cold]
+    fn acquire_slow(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
+        let mut round = 0;
+        loop {
+            if self.try_acquire() {
+                return Ok(());
+            }
+            if !limits.is_unbounded() {
+                limits.check()?;
+            }
+            if !B::relax(&mut round) {
+                break;
+            }
+        }
+        B::fetch_add(&self.waiters, 1, Ordering::SeqCst);
+        let result = loop {
+            let positive = wait_until(
+                &self.count,
+                Ordering::SeqCst,
+                limits,
+                Spin::Done,
+                |count| count > 0,
+                Some,
+            );
+            match positive {
+                Ok(_) if self.try_acquire() => break Ok(()),
+                Ok(_) => continue,
+                Err(interrupted) => break Err(interrupted),
+            }
+        };
+        B::fetch_sub(&self.waiters, 1, Ordering::Relaxed);
+        result
+    }
+}
+
+impl<S: Scope, B: Backend<S>, const MAX: u32> fmt::Debug for CountingSemaphore<S, B, MAX> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CountingSemaphore")
+            .field("scope", &S::NAME)
+            .field("count", &B::load(&self.count, Ordering::Relaxed))
+            .field("max", &MAX)
+            .finish()
+    }
+}

@@ -1,0 +1,143 @@
+//! The one wait loop every primitive uses: spin on the word as the backend advises,
+//! then publish that a sleeper exists and park, honouring a deadline and a stop token.
+
+use core::pin::pin;
+use core::time::Duration;
+
+use crate::backend::{Backend, Word};
+use crate::error::Interrupted;
+use crate::primitive::Ordering;
+use crate::scope::Scope;
+use crate::stop_token::{StopCallback, StopToken};
+
+/// A stop request wakes parked waiters through a stop callback. The callback's wake
+/// can slip in between a waiter's last look at the token and its sleep, because a stop
+/// request does not change the word being waited on; a stoppable sleep therefore also
+/// ends after this long, which bounds the latency of that rare case.
+const STOP_RECHECK: Duration = Duration::from_millis(2);
+
+/// What may end a wait besides its condition.
+pub(crate) struct Limits<'a, S: Scope, B: Backend<S>> {
+    deadline: Option<B::Instant>,
+    stop: StopToken<'a, S, B>,
+}
+
+impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
+    /// Wait for ever.
+    pub(crate) const NONE: Self = Self {
+        deadline: None,
+        stop: StopToken::none(),
+    };
+
+    pub(crate) fn until(deadline: B::Instant) -> Self {
+        Self {
+            deadline: Some(deadline),
+            stop: StopToken::none(),
+        }
+    }
+
+    pub(crate) fn within(duration: Duration) -> Self {
+        Self::until(B::after(B::now(), duration))
+    }
+
+    pub(crate) fn stop(stop: StopToken<'a, S, B>) -> Self {
+        Self {
+            deadline: None,
+            stop,
+        }
+    }
+
+    /// Whether the wait must end now.
+    #[inline]
+    pub(crate) fn check(&self) -> Result<(), Interrupted> {
+        if self.stop.stop_requested() {
+            return Err(Interrupted::Stopped);
+        }
+        match self.deadline {
+            Some(deadline) if B::now() >= deadline => Err(Interrupted::TimedOut),
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn is_unbounded(&self) -> bool {
+        self.deadline.is_none() && !self.stop.stop_possible()
+    }
+
+    /// Sleeps while `word == value`, within the limits.
+    fn park(&self, word: &Word, value: u32) {
+        if !self.stop.stop_possible() {
+            B::park(word, value, self.deadline);
+            return;
+        }
+        let recheck = B::after(B::now(), STOP_RECHECK);
+        let until = match self.deadline {
+            Some(deadline) if deadline < recheck => deadline,
+            _ => recheck,
+        };
+        let waker = pin!(StopCallback::new(self.stop, || B::wake_all(word)));
+        waker.as_ref().register();
+        B::park(word, value, Some(until));
+    }
+}
+
+/// Whether a wait spins before it parks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Spin {
+    /// Spin as the backend advises, then park.
+    First,
+    /// The caller already spun: park at once.
+    Done,
+}
+
+/// Waits until `ready(value)` holds for a value of `word` loaded with `order`, and
+/// returns that value.
+///
+/// Before each sleep, `announce(value)` must make sure that whoever next changes the
+/// word also wakes parked threads (typically by setting a "sleepers" bit with a CAS),
+/// and return the value to sleep on; `None` means the word changed meanwhile.
+#[inline]
+pub(crate) fn wait_until<S: Scope, B: Backend<S>>(
+    word: &Word,
+    order: Ordering,
+    limits: &Limits<'_, S, B>,
+    spin: Spin,
+    ready: impl Fn(u32) -> bool,
+    announce: impl Fn(u32) -> Option<u32>,
+) -> Result<u32, Interrupted> {
+    let value = B::load(word, order);
+    if ready(value) {
+        return Ok(value);
+    }
+    wait_slow(word, order, limits, spin, &ready, &announce)
+}
+
+#[cold]
+fn wait_slow<S: Scope, B: Backend<S>>(
+    word: &Word,
+    order: Ordering,
+    limits: &Limits<'_, S, B>,
+    spin: Spin,
+    ready: &dyn Fn(u32) -> bool,
+    announce: &dyn Fn(u32) -> Option<u32>,
+) -> Result<u32, Interrupted> {
+    let mut round = 0;
+    let mut spinning = spin == Spin::First;
+    loop {
+        let value = B::load(word, order);
+        if ready(value) {
+            return Ok(value);
+        }
+        if !limits.is_unbounded() {
+            limits.check()?;
+        }
+        if spinning {
+            spinning = B::relax(&mut round);
+            if spinning {
+                continue;
+            }
+        }
+        if let Some(sleep_on) = announce(value) {
+            limits.park(word, sleep_on);
+        }
+    }
+}
