@@ -1,1 +1,67 @@
-fn main() {}
+//! `scoped-sync`: prints a per-scope cost report of this machine.
+//!
+//! `cargo run --release` for the table, `-- --json` for one JSON object per line,
+//! `-- --quick` for a smoke run, `-- --help` for the rest. See [`report`].
+
+mod report;
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use report::cli::{self, Command, Options};
+use report::measure::Plan;
+use report::progress::Progress;
+use report::{host, machine, output};
+
+/// Exit status of a command line we do not understand (the getopt convention).
+const USAGE_ERROR: u8 = 2;
+
+fn main() -> ExitCode {
+    match cli::parse(std::env::args().skip(1)) {
+        Ok(Command::Help) => {
+            println!("{}", cli::USAGE);
+            ExitCode::SUCCESS
+        }
+        Ok(Command::Report(options)) => match run(options) {
+            Ok(()) => ExitCode::SUCCESS,
+            // A closed pipe (`| head`) is the reader's choice, not a failure.
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("scoped-sync: cannot write the report: {error}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(error) => {
+            eprintln!("scoped-sync: {error}\nTry 'scoped-sync --help'.");
+            ExitCode::from(USAGE_ERROR)
+        }
+    }
+}
+
+fn run(options: Options) -> io::Result<()> {
+    let plan = if options.quick {
+        Plan::QUICK
+    } else {
+        Plan::FULL
+    };
+    let mut out = io::stdout().lock();
+    if options.json {
+        // Stdout carries JSON only; the GPU notice goes where people look.
+        eprintln!("{}", machine::GPU_LINE);
+    } else {
+        // The header first, so a reader knows what is coming while it is measured.
+        output::write_header(&mut out, plan)?;
+        out.flush()?;
+    }
+
+    let mut progress = Progress::new(host::steps(), !options.quick);
+    let rows = host::measure(plan, &mut progress);
+    progress.finish();
+
+    if options.json {
+        output::write_json(&mut out, &rows)?;
+    } else {
+        output::write_table(&mut out, &rows)?;
+    }
+    out.flush()
+}

@@ -1,0 +1,96 @@
+//! The command line: `[--json] [--quick]`, `--help`, and nothing else.
+
+use std::fmt;
+
+/// What the command line asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Print the usage and exit.
+    Help,
+    /// Measure and print the report.
+    Report(Options),
+}
+
+/// How to run and print the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// One JSON object per line instead of the table.
+    pub json: bool,
+    /// A short smoke run instead of the full measurement.
+    pub quick: bool,
+}
+
+/// A command line that this program does not understand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UsageError(String);
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// The text of `--help`.
+pub const USAGE: &str = "\
+Usage: scoped-sync [--json] [--quick]
+
+Measures what each scoped-sync primitive costs on this machine, per thread scope,
+beside what Rust programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
+latch), and the scoped atomic and fence costs underneath.
+
+Options:
+  --json     print one JSON object per line: backend, scope, primitive, op,
+             threads, ns_per_op (peers have primitive \"peer:<name>\")
+  --quick    a smoke run of about a second: fewer iterations, one repetition
+  -h, --help print this help
+
+Compare with libstdc++ on the same machine: scripts/compare-host.sh";
+
+/// Parses the arguments after the program name.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
+    let mut options = Options::default();
+    for arg in args {
+        match arg.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--json" => options.json = true,
+            "--quick" => options.quick = true,
+            other if other.starts_with('-') => {
+                return Err(UsageError(format!("unknown option '{other}'")));
+            }
+            other => {
+                return Err(UsageError(format!(
+                    "unexpected argument '{other}' (this program takes options only)"
+                )));
+            }
+        }
+    }
+    Ok(Command::Report(options))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_strs(args: &[&str]) -> Result<Command, UsageError> {
+        parse(args.iter().map(|arg| (*arg).to_owned()))
+    }
+
+    #[test]
+    fn flags_combine() {
+        assert_eq!(
+            parse_strs(&["--quick", "--json"]),
+            Ok(Command::Report(Options {
+                json: true,
+                quick: true
+            }))
+        );
+        assert_eq!(parse_strs(&[]), Ok(Command::Report(Options::default())));
+        assert_eq!(parse_strs(&["--json", "-h"]), Ok(Command::Help));
+    }
+
+    #[test]
+    fn unknown_input_is_refused() {
+        assert!(parse_strs(&["--jsn"]).is_err());
+        assert!(parse_strs(&["json"]).is_err());
+    }
+}

@@ -1,0 +1,18 @@
+//! The per-scope cost report: what each primitive, atomic and fence costs on this
+//! machine, beside the peers a Rust program would otherwise use.
+//!
+//! One file per concept: [`cli`] reads the command line, [`workloads`] and
+//! [`atomics`] are the timed loops (shared with `benches/host.rs`, as is [`peers`]),
+//! [`measure`] says how long and how often, [`host`] lists the host section's
+//! measurements, [`output`] prints them. A GPU section will sit beside [`host`].
+
+pub mod atomics;
+pub mod cli;
+pub mod host;
+pub mod machine;
+pub mod measure;
+pub mod output;
+pub mod peers;
+pub mod progress;
+pub mod sample;
+pub mod workloads;
