@@ -19,10 +19,10 @@ pub struct Host;
 
 /// Spin rounds before parking: round `r` spins `2^r` pause instructions, so the spin
 /// phase covers about a microsecond — a cross-core hand-off — before yielding.
-const SPIN_ROUNDS: u32 = 10;
+const SPIN_ROUNDS: u32 = 6;
 /// Rounds that yield the processor after spinning, before parking: with more threads
 /// than cores, the thread we wait for may need this core.
-const YIELD_ROUNDS: u32 = 2;
+const YIELD_ROUNDS: u32 = 10;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
 // (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the

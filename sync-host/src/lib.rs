@@ -62,6 +62,7 @@ mod layout_checks {
     assert_layout!(Latch, layout::LATCH);
     assert_layout!(CountingSemaphore, layout::COUNTING_SEMAPHORE);
     assert_layout!(BinarySemaphore, layout::COUNTING_SEMAPHORE);
+    #[cfg(target_pointer_width = "64")]
     assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
     #[cfg(target_pointer_width = "64")]
     assert_layout!(StopSource, layout::STOP_SOURCE);

@@ -155,6 +155,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         /// A barrier whose phases expect `expected` arrivals and run `completion` when
         /// they complete.
         ///
+        /// The completion runs in the thread whose arrival completes the phase. If it
+        /// panics, the process aborts (C++ calls `std::terminate`): the phase could
+        /// never complete, and every waiter would block for ever.
+        ///
         /// # Panics
         ///
         /// If `expected > Self::max()`.
@@ -229,7 +233,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         loop {
             let remaining = current & REMAINING;
             if remaining == 0 {
-                current = self.await_next_phase(operation, current)?;
+                current = self.await_next_phase(operation, n, current)?;
                 continue;
             }
             if n > remaining {
@@ -258,13 +262,19 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     }
 
     /// The completion step of a phase is running (`remaining == 0` in `current`):
-    /// waits for the next phase to start and returns its state.
+    /// waits for the next phase to start and returns its state. A barrier that expects
+    /// no arrivals at all (every thread dropped, or `new(0)`) refuses the `n` arrivals.
     #[cold]
-    fn await_next_phase(&self, operation: &'static str, current: u32) -> Result<u32, UsageError> {
+    fn await_next_phase(
+        &self,
+        operation: &'static str,
+        n: u32,
+        current: u32,
+    ) -> Result<u32, UsageError> {
         if B::load(&self.expected, Ordering::Relaxed) == 0 {
             return Err(UsageError::new(
                 operation,
-                UsageErrorKind::ArrivalExceedsRemaining { n: 1, remaining: 0 },
+                UsageErrorKind::ArrivalExceedsRemaining { n, remaining: 0 },
             ));
         }
         let phase = current & PARITY;
@@ -282,9 +292,11 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// Runs by the arrival that brought `remaining` to zero; `before` is the state just
     /// before that arrival.
     fn complete_phase(&self, before: u32) {
+        let abort_if_it_panics = CompletionPanicked;
         // SAFETY: only the arrival that took `remaining` to zero gets here, and no
         // arrival can start the next phase until the swap below.
         unsafe { (*self.completion.get()).on_phase_complete() };
+        core::mem::forget(abort_if_it_panics);
         let next_expected = B::load(&self.expected, Ordering::Relaxed);
         let next = (!before & PARITY) | next_expected;
         let previous = B::swap(&self.state, next, Ordering::AcqRel);
@@ -416,7 +428,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         // Once `remaining > 0`, the phase cannot complete without this thread.
         let mut current = B::load(&self.state, Ordering::Relaxed);
         while current & REMAINING == 0 {
-            current = self.await_next_phase(OPERATION, current)?;
+            current = self.await_next_phase(OPERATION, 1, current)?;
         }
         let previous = B::fetch_sub(&self.expected, 1, Ordering::Relaxed);
         if previous == 0 {
@@ -434,6 +446,17 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
                 Err(error)
             }
         }
+    }
+}
+
+/// Armed while the completion function runs. If it panics, the phase can never
+/// complete and every waiter would hang; like C++ (`std::terminate`), abort instead:
+/// a panic while unwinding aborts the process, with this message.
+struct CompletionPanicked;
+
+impl Drop for CompletionPanicked {
+    fn drop(&mut self) {
+        panic!("Barrier: the completion function panicked, so the phase can never complete; aborting rather than leaving every waiter blocked");
     }
 }
 

@@ -1,33 +1,40 @@
-//! [`FairSemaphore`]: a FIFO (ticket) counting semaphore.
+//! [`FairSemaphore`]: a first-come, first-served counting semaphore.
 //!
 //! libcu++'s semaphores are unfair, and users have hit starvation with them
 //! (NVIDIA/cccl#450); this one serves blocked threads in arrival order.
 //!
 //! # Algorithm
 //!
-//! Two counters that only grow (modulo 2³²): `next`, the tickets handed out, and
-//! `grant`, the tickets that may proceed (the initial count plus every unit released).
-//! `acquire` takes ticket `t = next++` and waits until `grant > t`, so units go to
-//! tickets in order; `try_acquire` takes a ticket only when one is free at once
-//! (`grant > next`), so it never jumps the queue. The counter of the C++ semaphore is
-//! `grant - next` (negative while threads wait).
+//! One word holds the free units, a "queued" bit and a lock bit; the lock guards a
+//! doubly linked FIFO queue of waiter nodes that live on the waiting threads' stacks.
+//! While threads are queued no unit is free: `release` hands units straight to the
+//! oldest waiters (direct hand-off) and only the rest become free units. So a thread
+//! that arrives later can never take a unit ahead of a queued one, and `try_acquire`
+//! fails while anybody is queued. When no thread waits, `acquire` and `release` are
+//! one compare-and-swap each, like [`CountingSemaphore`](crate::CountingSemaphore).
 //!
-//! A wait that times out or is stopped cannot leave the queue — later tickets are
-//! already behind it — so it pays for its own ticket instead: it adds one to `grant`
-//! (if its ticket was not served meanwhile). That unit reaches the head of the queue at
-//! once, and the release that later reaches the abandoned ticket is absorbed by it, so
-//! the count is conserved and order is kept.
+//! A wait that times out or is stopped takes the lock and unlinks its node, from
+//! wherever it is in the queue, unless a unit was handed to it meanwhile (then the
+//! acquire succeeded). The count stays exact and the order of the others is kept.
+//!
+//! An earlier version used tickets (`next`/`grant` counters). Tickets cannot leave the
+//! middle of the queue without per-ticket state: paying for the abandoned ticket at
+//! once let the queue's head in early, two holders at once in a binary semaphore.
 //!
 //! # Memory ordering
 //!
-//! Releases add to `grant` with release ordering, and a ticket holder proceeds after an
-//! acquire load of `grant`, so the releaser's writes are visible to the thread that
-//! takes its unit. Taking a ticket and a releaser's check for waiting tickets form a
-//! store-buffering pair (as in [`CountingSemaphore`](crate::CountingSemaphore)), made
-//! sequentially consistent so a release never misses a ticket holder about to park.
+//! A unit passes either through the word (release compare-and-swap, acquire
+//! compare-and-swap) or through the waiter node (the releaser's release swap of the
+//! node's `granted` word, the waiter's acquire load of it), so the releaser's writes
+//! are visible to the thread that takes its unit. The queue is guarded by the lock bit
+//! (acquire on lock, release on unlock). A releaser touches a granted node only while
+//! holding the lock, and a granted waiter takes the lock once before its node goes out
+//! of scope, so a node is never touched after it is gone.
 
+use core::cell::UnsafeCell;
 use core::fmt;
 use core::marker::PhantomData;
+use core::ptr;
 use core::time::Duration;
 
 use crate::backend::{Backend, Word};
@@ -39,17 +46,36 @@ use crate::semaphore::SEMAPHORE_MAX;
 use crate::stop_token::StopToken;
 use crate::wait::{wait_until, Limits, Spin};
 
-/// `a - b` of two ticket counters, as a signed distance.
-#[inline]
-fn distance(a: u32, b: u32) -> i32 {
-    a.wrapping_sub(b) as i32
+/// A thread holds the queue lock.
+const LOCKED: u32 = 1;
+/// The queue is not empty (and then no unit is free).
+const QUEUED: u32 = 2;
+/// One free unit, in the bits above the flags.
+const UNIT: u32 = 4;
+
+/// `granted` of a waiter that has no unit yet.
+const WAITING: u32 = 0;
+/// `granted` of a waiter that has no unit yet and is parked (the granter must wake it).
+const PARKED: u32 = 1;
+/// `granted` of a waiter a releaser handed a unit to.
+const GRANTED: u32 = 2;
+
+/// A queued thread; lives on that thread's stack while it waits.
+struct Waiter {
+    /// Guarded by the semaphore's lock.
+    next: UnsafeCell<*mut Waiter>,
+    /// Guarded by the semaphore's lock.
+    prev: UnsafeCell<*mut Waiter>,
+    /// `WAITING`, `PARKED` or `GRANTED`.
+    granted: Word,
 }
 
 /// A counting semaphore that serves blocked threads first-come, first-served.
 ///
-/// Same API as [`CountingSemaphore`](crate::CountingSemaphore). FIFO among threads
-/// that block in `acquire`; `try_acquire` succeeds only when a unit is free and nobody
-/// is queued.
+/// Same API as [`CountingSemaphore`](crate::CountingSemaphore). Threads that block in
+/// an acquire are served in the order they queued; `try_acquire` succeeds only when a
+/// unit is free and nobody is queued. Timed and stoppable acquires leave the queue
+/// exactly when they give up.
 ///
 /// # Examples
 ///
@@ -65,12 +91,20 @@ fn distance(a: u32, b: u32) -> i32 {
 /// ```
 #[repr(C)]
 pub struct FairSemaphore<S: Scope, B: Backend<S>, const MAX: u32 = SEMAPHORE_MAX> {
-    /// Tickets handed out.
-    next: Word,
-    /// Tickets allowed to proceed.
-    grant: Word,
+    /// `free units * UNIT | QUEUED | LOCKED`.
+    state: Word,
+    /// Oldest waiter; guarded by `LOCKED`.
+    head: UnsafeCell<*mut Waiter>,
+    /// Newest waiter; guarded by `LOCKED`.
+    tail: UnsafeCell<*mut Waiter>,
     _backend: PhantomData<(S, fn() -> B)>,
 }
+
+// SAFETY: the queue pointers are only used under the lock bit, and point at waiter
+// nodes that stay alive until their thread has taken the lock after leaving the queue.
+unsafe impl<S: Scope, B: Backend<S>, const MAX: u32> Sync for FairSemaphore<S, B, MAX> {}
+// SAFETY: as above; the semaphore owns nothing tied to a thread.
+unsafe impl<S: Scope, B: Backend<S>, const MAX: u32> Send for FairSemaphore<S, B, MAX> {}
 
 impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     const MAX_IS_SUPPORTED: () = assert!(
@@ -95,7 +129,12 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
                     .number(MAX as u64)
                     .panic();
             }
-            Self { next: Word::new(0), grant: Word::new(initial), _backend: PhantomData }
+            Self {
+                state: Word::new(initial * UNIT),
+                head: UnsafeCell::new(ptr::null_mut()),
+                tail: UnsafeCell::new(ptr::null_mut()),
+                _backend: PhantomData,
+            }
         }
     }
 
@@ -118,11 +157,11 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
         MAX
     }
 
-    /// Adds `n` units (release); they go to waiting threads in ticket order.
+    /// Adds `n` units (release): the oldest queued threads get them first.
     ///
     /// # Panics
     ///
-    /// If the counter would exceed `MAX`. The semaphore is left unchanged.
+    /// If the free units would exceed `MAX`. The semaphore is left unchanged.
     #[inline]
     #[track_caller]
     pub fn release(&self, n: u32) {
@@ -133,127 +172,328 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
 
     /// Like [`release`](Self::release), but returns an error instead of panicking.
     pub fn try_release(&self, n: u32) -> Result<(), UsageError> {
-        let mut grant = B::load(&self.grant, Ordering::Relaxed);
+        let mut state = B::load(&self.state, Ordering::Relaxed);
         loop {
-            // `next` only grows, so reading it after `grant` gives the counter as it was
-            // at this read (the CAS below checks `grant` is still the same).
-            let available = distance(grant, B::load(&self.next, Ordering::Relaxed));
-            let count = available.max(0) as u32;
-            if i64::from(available) + i64::from(n) > i64::from(MAX) {
-                return Err(UsageError::new(
-                    "FairSemaphore::release",
-                    UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
-                ));
+            if state & QUEUED != 0 {
+                match self.release_to_queue(n) {
+                    Some(outcome) => return outcome,
+                    // The queue emptied before we got the lock.
+                    None => state = B::load(&self.state, Ordering::Relaxed),
+                }
+                continue;
+            }
+            // Nobody queued: add free units (the lock may be held; it does not guard
+            // them, and `QUEUED` is only set while there are none).
+            let count = state / UNIT;
+            if n > MAX - count {
+                return Err(Self::exceeds_max(n, count));
             }
             match B::compare_exchange(
-                &self.grant,
-                grant,
-                grant.wrapping_add(n),
-                Ordering::SeqCst,
+                &self.state,
+                state,
+                state + n * UNIT,
+                Ordering::Release,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => break,
-                Err(actual) => grant = actual,
+                Ok(_) => return Ok(()),
+                Err(actual) => state = actual,
             }
         }
-        // Tickets at or beyond the old grant belong to threads that wait (or will).
-        if distance(B::load(&self.next, Ordering::SeqCst), grant) > 0 {
-            B::wake_all(&self.grant);
-        }
-        Ok(())
     }
 
-    /// Takes a unit if one is free and no thread is queued; never blocks (acquire).
+    fn exceeds_max(n: u32, count: u32) -> UsageError {
+        UsageError::new(
+            "FairSemaphore::release",
+            UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
+        )
+    }
+
+    /// Hands up to `n` units to queued threads, oldest first; the rest become free
+    /// units. `None` if the queue turned out to be empty.
+    #[cold]
+    fn release_to_queue(&self, n: u32) -> Option<Result<(), UsageError>> {
+        self.lock();
+        // Count first, so that a refused release changes nothing. While the lock is
+        // held and the queue is not empty, `QUEUED` stays set and no unit is free, so
+        // only the units the queue does not take must fit under `MAX`.
+        let mut served = 0;
+        let mut emptied = false;
+        // SAFETY: the lock is held; queued nodes are alive until their thread has
+        // taken the lock after leaving the queue.
+        unsafe {
+            let mut node = *self.head.get();
+            if node.is_null() {
+                self.unlock();
+                return None;
+            }
+            while served < n && !node.is_null() {
+                served += 1;
+                node = *(*node).next.get();
+            }
+            if node.is_null() {
+                emptied = true;
+            }
+        }
+        let left_over = n - served;
+        if left_over > MAX {
+            self.unlock();
+            return Some(Err(Self::exceeds_max(n, 0)));
+        }
+        for _ in 0..served {
+            // SAFETY: the lock is held and the queue has at least `served` nodes; a
+            // node stays alive while we hold the lock.
+            unsafe {
+                let waiter = *self.head.get();
+                self.unlink(waiter);
+                if B::swap(&(*waiter).granted, GRANTED, Ordering::Release) == PARKED {
+                    B::wake_one(&(*waiter).granted);
+                }
+            }
+        }
+        if emptied {
+            self.end_queue(left_over);
+        }
+        self.unlock();
+        Some(Ok(()))
+    }
+
+    /// Takes a free unit if there is one and nobody is queued; never blocks (acquire).
+    ///
+    /// Unlike C++'s `try_acquire`, this never fails spuriously.
     #[inline]
     pub fn try_acquire(&self) -> bool {
-        let mut next = B::load(&self.next, Ordering::Relaxed);
-        loop {
-            if distance(B::load(&self.grant, Ordering::Acquire), next) <= 0 {
-                return false;
-            }
+        let mut state = B::load(&self.state, Ordering::Relaxed);
+        while state & QUEUED == 0 && state >= UNIT {
             match B::compare_exchange(
-                &self.next,
-                next,
-                next.wrapping_add(1),
-                Ordering::Relaxed,
+                &self.state,
+                state,
+                state - UNIT,
+                Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return true,
-                Err(actual) => next = actual,
+                Err(actual) => state = actual,
             }
         }
+        false
     }
 
-    /// Takes a ticket and blocks until it is served (acquire).
+    /// Blocks until it takes a unit, in FIFO order with other blocked threads.
     #[inline]
     pub fn acquire(&self) {
-        let _ = self.acquire_limited(&Limits::NONE);
+        if !self.try_acquire() {
+            let _ = self.acquire_slow(&Limits::NONE);
+        }
     }
 
-    /// Queues for at most `timeout`; `true` if served.
+    /// Queues for at most `timeout`; `true` if it took a unit.
     pub fn try_acquire_for(&self, timeout: Duration) -> bool {
-        self.acquire_limited(&Limits::within(timeout)).is_ok()
+        self.try_acquire() || self.acquire_slow(&Limits::within(timeout)).is_ok()
     }
 
-    /// Queues until `deadline`; `true` if served.
+    /// Queues until `deadline`; `true` if it took a unit.
     pub fn try_acquire_until(&self, deadline: B::Instant) -> bool {
-        self.acquire_limited(&Limits::until(deadline)).is_ok()
+        self.try_acquire() || self.acquire_slow(&Limits::until(deadline)).is_ok()
     }
 
-    /// Queues until served, or until `stop` is requested.
+    /// Queues until it takes a unit, or until `stop` is requested.
     pub fn acquire_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
-        self.acquire_limited(&Limits::stop(stop))
-            .map_err(|_| Stopped)
+        if self.try_acquire() {
+            return Ok(());
+        }
+        self.acquire_slow(&Limits::stop(stop)).map_err(|_| Stopped)
     }
 
-    fn acquire_limited(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
-        let ticket = B::fetch_add(&self.next, 1, Ordering::SeqCst);
-        let served = wait_until(
-            &self.grant,
-            Ordering::SeqCst,
+    #[cold]
+    fn acquire_slow(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
+        if !limits.is_unbounded() {
+            limits.check()?;
+        }
+        let waiter = Waiter {
+            next: UnsafeCell::new(ptr::null_mut()),
+            prev: UnsafeCell::new(ptr::null_mut()),
+            granted: Word::new(WAITING),
+        };
+        let node = ptr::from_ref(&waiter).cast_mut();
+        self.lock();
+        // Under the lock: take a free unit, or mark the queue non-empty while there is
+        // none (one compare-and-swap, so a concurrent release either lands before it
+        // and is taken here, or sees `QUEUED` and hands its unit to the queue).
+        let mut state = B::load(&self.state, Ordering::Relaxed);
+        while state & QUEUED == 0 {
+            let (updated, took_unit) = if state >= UNIT {
+                (state - UNIT, true)
+            } else {
+                (state | QUEUED, false)
+            };
+            match B::compare_exchange(
+                &self.state,
+                state,
+                updated,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) if took_unit => {
+                    self.unlock();
+                    return Ok(());
+                }
+                Ok(_) => break,
+                Err(actual) => state = actual,
+            }
+        }
+        // SAFETY: the lock is held and `QUEUED` is set; `waiter` outlives its time in
+        // the queue (every return path below takes the lock after it left the queue).
+        unsafe { self.push_tail(node) };
+        self.unlock();
+
+        let granted = wait_until(
+            &waiter.granted,
+            Ordering::Acquire,
             limits,
             Spin::First,
-            |grant| distance(grant, ticket) > 0,
-            Some,
+            |granted| granted == GRANTED,
+            |granted| match granted {
+                PARKED => Some(PARKED),
+                _ => B::compare_exchange(
+                    &waiter.granted,
+                    WAITING,
+                    PARKED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .ok()
+                .map(|_| PARKED),
+            },
         );
-        match served {
+        self.lock();
+        let outcome = match granted {
             Ok(_) => Ok(()),
-            Err(interrupted) => self.abandon(ticket, interrupted),
+            // A unit may have been handed over after the wait gave up: then keep it.
+            Err(_) if B::load(&waiter.granted, Ordering::Acquire) == GRANTED => Ok(()),
+            Err(interrupted) => {
+                // SAFETY: the lock is held and the node was not granted, so it is
+                // still queued.
+                unsafe {
+                    self.unlink(node);
+                    if (*self.head.get()).is_null() {
+                        self.end_queue(0);
+                    }
+                }
+                Err(interrupted)
+            }
+        };
+        // Taking the lock above also waited out any releaser still touching the node.
+        self.unlock();
+        outcome
+    }
+
+    /// Takes the queue lock.
+    fn lock(&self) {
+        let mut round = 0;
+        loop {
+            let state = B::load(&self.state, Ordering::Relaxed);
+            if state & LOCKED == 0
+                && B::compare_exchange(
+                    &self.state,
+                    state,
+                    state | LOCKED,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                return;
+            }
+            if !B::relax(&mut round) {
+                B::yield_now();
+            }
         }
     }
 
-    /// Leaves the queue after a timeout or stop: pays one unit for `ticket`, unless it
-    /// was served meanwhile (then the unit is ours and the acquire succeeded).
-    #[cold]
-    fn abandon(&self, ticket: u32, interrupted: Interrupted) -> Result<(), Interrupted> {
-        let mut grant = B::load(&self.grant, Ordering::Acquire);
-        loop {
-            if distance(grant, ticket) > 0 {
-                return Ok(());
+    /// Releases the queue lock (other bits may change meanwhile: subtract the bit).
+    fn unlock(&self) {
+        B::fetch_sub(&self.state, LOCKED, Ordering::Release);
+    }
+
+    /// Appends `node`.
+    ///
+    /// # Safety
+    /// The lock is held, `QUEUED` is set, and `node` is alive and not queued.
+    unsafe fn push_tail(&self, node: *mut Waiter) {
+        // SAFETY: per the contract, the queue and the node are ours to edit.
+        unsafe {
+            let tail = *self.tail.get();
+            *(*node).prev.get() = tail;
+            *(*node).next.get() = ptr::null_mut();
+            if tail.is_null() {
+                *self.head.get() = node;
+            } else {
+                *(*tail).next.get() = node;
             }
-            match B::compare_exchange(
-                &self.grant,
-                grant,
-                grant.wrapping_add(1),
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(actual) => grant = actual,
+            *self.tail.get() = node;
+        }
+    }
+
+    /// Removes `node` from the queue (the caller ends the queue if it empties).
+    ///
+    /// # Safety
+    /// The lock is held and `node` is queued.
+    unsafe fn unlink(&self, node: *mut Waiter) {
+        // SAFETY: per the contract, the queue and the node are ours to edit.
+        unsafe {
+            let next = *(*node).next.get();
+            let prev = *(*node).prev.get();
+            if prev.is_null() {
+                *self.head.get() = next;
+            } else {
+                *(*prev).next.get() = next;
+            }
+            if next.is_null() {
+                *self.tail.get() = prev;
+            } else {
+                *(*next).prev.get() = prev;
             }
         }
-        B::wake_all(&self.grant);
-        Err(interrupted)
+    }
+
+    /// The queue is empty: clears `QUEUED` and adds `free` units, in one step (while
+    /// `QUEUED` is set no release adds units, so there were none).
+    fn end_queue(&self, free: u32) {
+        let mut state = B::load(&self.state, Ordering::Relaxed);
+        loop {
+            match B::compare_exchange(
+                &self.state,
+                state,
+                (state & !QUEUED) + free * UNIT,
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(actual) => state = actual,
+            }
+        }
     }
 }
 
 impl<S: Scope, B: Backend<S>, const MAX: u32> fmt::Debug for FairSemaphore<S, B, MAX> {
+    /// Shows `count` as C++ would define it: free units, or minus the number of queued
+    /// threads. Takes the queue lock to count them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let grant = B::load(&self.grant, Ordering::Relaxed);
-        let next = B::load(&self.next, Ordering::Relaxed);
+        self.lock();
+        let mut queued: i64 = 0;
+        // SAFETY: the lock is held, so the queue is stable and its nodes alive.
+        unsafe {
+            let mut node = *self.head.get();
+            while !node.is_null() {
+                queued += 1;
+                node = *(*node).next.get();
+            }
+        }
+        let free = i64::from(B::load(&self.state, Ordering::Relaxed) / UNIT);
+        self.unlock();
         f.debug_struct("FairSemaphore")
             .field("scope", &S::NAME)
-            .field("count", &distance(grant, next))
+            .field("count", &(free - queued))
             .field("max", &MAX)
             .finish()
     }

@@ -17,8 +17,8 @@ pub const BARRIER: Layout = Layout { size: 8, align: 4 };
 pub const LATCH: Layout = Layout { size: 4, align: 4 };
 /// `CountingSemaphore` (and `BinarySemaphore`): counter word, waiter word.
 pub const COUNTING_SEMAPHORE: Layout = Layout { size: 8, align: 4 };
-/// `FairSemaphore`: ticket word, grant word.
-pub const FAIR_SEMAPHORE: Layout = Layout { size: 8, align: 4 };
+/// `FairSemaphore` on a 64-bit target: state word, queue head, queue tail.
+pub const FAIR_SEMAPHORE: Layout = Layout { size: 24, align: 8 };
 /// `StopSource` on a 64-bit target: state word, requester, list head, running node.
 pub const STOP_SOURCE: Layout = Layout { size: 32, align: 8 };
 
