@@ -687,3 +687,51 @@ fn debug_output_names_the_barrier() {
     assert!(text.contains("Barrier"), "{text}");
     assert!(text.contains("remaining: 2"), "{text}");
 }
+
+/// Set in the child process of `panicking_completion_aborts_instead_of_hanging`.
+const ABORT_CHILD: &str = "SCOPED_SYNC_COMPLETION_PANIC_CHILD";
+
+#[test]
+fn panicking_completion_aborts_instead_of_hanging() {
+    if std::env::var_os(ABORT_CHILD).is_some() {
+        // The child: the other thread would wait for ever if the phase stayed open.
+        let barrier = Barrier::with_completion(2, || panic!("completion failed"));
+        thread::scope(|s| {
+            s.spawn(|| barrier.arrive_and_wait());
+            barrier.arrive_and_wait();
+        });
+        unreachable!("the process must abort before the phase completes");
+    }
+    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "panicking_completion_aborts_instead_of_hanging",
+            "--nocapture",
+        ])
+        .env(ABORT_CHILD, "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run the child test process");
+    // A regression would leave the child's other thread blocked for ever: give it a
+    // generous while, then kill it and fail.
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().expect("kill the hung child");
+            panic!("the child hung instead of aborting");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read the child's stderr");
+    assert!(!status.success(), "the child must not succeed: {stderr}");
+    assert!(
+        stderr.contains("the completion function panicked"),
+        "the abort explains itself: {stderr}"
+    );
+}
