@@ -19,10 +19,12 @@ pub struct Host;
 
 /// Spin rounds before parking: round `r` spins `2^r` pause instructions, so the spin
 /// phase covers about a microsecond — a cross-core hand-off — before yielding.
-const SPIN_ROUNDS: u32 = 6;
+#[cfg(not(loom))]
+const SPIN_ROUNDS: u32 = 7;
 /// Rounds that yield the processor after spinning, before parking: with more threads
 /// than cores, the thread we wait for may need this core.
-const YIELD_ROUNDS: u32 = 10;
+#[cfg(not(loom))]
+const YIELD_ROUNDS: u32 = 30;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
 // (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the
@@ -33,6 +35,14 @@ unsafe impl Backend<System> for Host {
 
     #[inline(always)]
     fn load(word: &Word, order: Ordering) -> u32 {
+        // loom lets a SeqCst load read a value older than the latest SeqCst store
+        // (tokio-rs/loom#180), which would break the semaphores' store-buffering
+        // handshakes in the model only: there, such a load is an acquire
+        // read-modify-write, which reads the latest value (at least as strong).
+        #[cfg(loom)]
+        if order == Ordering::SeqCst {
+            return word.fetch_add(0, Ordering::Acquire);
+        }
         word.load(order)
     }
     #[inline(always)]
@@ -135,7 +145,7 @@ unsafe impl Backend<System> for Host {
     #[inline]
     fn thread_id() -> usize {
         #[cfg(loom)]
-        loom::thread_local! { static ANCHOR: u8 = const { 0 }; }
+        loom::thread_local! { static ANCHOR: u8 = 0; }
         #[cfg(not(loom))]
         std::thread_local! { static ANCHOR: u8 = const { 0 }; }
         ANCHOR.with(|anchor| std::ptr::from_ref(anchor) as usize)

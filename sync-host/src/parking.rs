@@ -19,8 +19,6 @@ struct Bucket {
 
 #[cfg(not(loom))]
 const BUCKETS: usize = 64;
-#[cfg(loom)]
-const BUCKETS: usize = 1;
 
 #[cfg(not(loom))]
 fn bucket(word: &Word) -> &'static Bucket {

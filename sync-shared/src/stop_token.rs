@@ -365,10 +365,12 @@ impl<'a, F: FnOnce() + Send, S: Scope, B: Backend<S>> StopCallback<'a, F, S, B> 
         if flags & STOP_REQUESTED != 0 {
             source.unlock(flags);
             // SAFETY: never linked, so no other thread can reach the node.
-            unsafe { Self::invoke(&this.node) };
+            unsafe { Self::invoke(ptr::from_ref(this).cast::<Node>()) };
             return;
         }
-        let node = ptr::from_ref(&this.node).cast_mut();
+        // From a pointer to the whole callback, not to the `node` field: `invoke` casts
+        // the node pointer back to `Self` and reads the closure through it.
+        let node = ptr::from_ref(this).cast::<Node>().cast_mut();
         // SAFETY: the lock is held; `this` is pinned, so the node stays at this address
         // until `drop`, which unlinks it.
         unsafe {
@@ -412,7 +414,7 @@ impl<F: FnOnce() + Send, S: Scope, B: Backend<S>> Drop for StopCallback<'_, F, S
             return;
         }
         let Some(source) = self.source else { return };
-        let node = ptr::from_ref(&self.node);
+        let node = ptr::from_ref(&*self).cast::<Node>();
         loop {
             let flags = source.lock();
             // SAFETY: the lock is held, which guards `linked`, `running` and the list.

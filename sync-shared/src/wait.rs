@@ -76,6 +76,10 @@ impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
         };
         let waker = pin!(StopCallback::new(self.stop, || B::wake_all(word)));
         waker.as_ref().register();
+        // A stop that came before the registration ran the waker already, to no one.
+        if self.stop.stop_requested() {
+            return;
+        }
         B::park(word, value, Some(until));
     }
 }
