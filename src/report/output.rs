@@ -157,8 +157,17 @@ fn cells(row: &Row) -> [String; 7] {
                 .to_owned()
         }),
         peer.map_or_else(none, |peer| format_ns(peer.ns_per_op)),
-        row.ratio().map_or_else(none, |ratio| format!("{ratio:.2}")),
+        row.ratio().map_or_else(none, format_ratio),
     ]
+}
+
+/// Two significant digits: a ratio of 0.003 must not print as 0.00.
+fn format_ratio(ratio: f64) -> String {
+    if ratio >= 0.1 {
+        format!("{ratio:.2}")
+    } else {
+        format!("{ratio:.1e}")
+    }
 }
 
 /// Three significant digits or so: sub-nanosecond atomics and 20 µs barriers share
