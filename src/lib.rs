@@ -31,3 +31,8 @@ pub use sync_host::*;
 
 #[cfg(target_arch = "nvptx64")]
 pub use sync_device::*;
+
+/// The README's code blocks, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
