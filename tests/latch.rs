@@ -3,58 +3,14 @@
 //! Modelled on libc++'s `thread.latch` tests (count_down, try_wait, arrive_and_wait,
 //! max) plus timed and stoppable waits.
 
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use scoped_sync::{Latch, StopSource, StopToken, Stopped, System};
 
-/// Aborts the test process if `f` has not returned after `secs` seconds: a hang is a
-/// failure, not a stuck CI job.
-fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
-    let (done, wait) = mpsc::channel::<()>();
-    let name = name.to_owned();
-    let guard = thread::spawn(move || {
-        if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(Duration::from_secs(secs)) {
-            eprintln!("{name}: still running after {secs} s; treating it as a hang");
-            std::process::abort();
-        }
-    });
-    let result = f();
-    drop(done);
-    guard.join().expect("hang guard thread");
-    result
-}
-
-/// Spins (yielding) until `condition` holds.
-fn spin_until(mut condition: impl FnMut() -> bool) {
-    while !condition() {
-        thread::yield_now();
-    }
-}
-
-/// A non-atomic slot; a missing happens-before edge makes its reads racy (and stale).
-struct Unsync<T>(UnsafeCell<T>);
-
-// SAFETY: the tests only access the cell from threads ordered by the primitive under
-// test; that ordering is exactly what they check.
-unsafe impl<T: Send> Sync for Unsync<T> {}
-
-impl<T: Copy> Unsync<T> {
-    const fn new(value: T) -> Self {
-        Self(UnsafeCell::new(value))
-    }
-    fn get(&self) -> T {
-        // SAFETY: see the `Sync` impl: callers are ordered with every writer.
-        unsafe { *self.0.get() }
-    }
-    fn set(&self, value: T) {
-        // SAFETY: see the `Sync` impl: callers are ordered with every other access.
-        unsafe { *self.0.get() = value }
-    }
-}
+mod common;
+use common::{hang_guard, spin_until, Unsync};
 
 #[test]
 fn libcxx_count_down_and_wait() {

@@ -12,51 +12,14 @@
 //!   Also the variant with one releasing thread (`release(n)`) and several acquirers that
 //!   use timed acquires, where a timed-out waiter must not swallow a release.
 
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use scoped_sync::{Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, SEMAPHORE_MAX};
 
-/// Aborts the test process if `f` has not returned after `secs` seconds: a hang is a
-/// failure, not a stuck CI job.
-fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
-    let (done, wait) = mpsc::channel::<()>();
-    let name = name.to_owned();
-    let guard = thread::spawn(move || {
-        if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(Duration::from_secs(secs)) {
-            eprintln!("{name}: still running after {secs} s; treating it as a hang");
-            std::process::abort();
-        }
-    });
-    let result = f();
-    drop(done);
-    guard.join().expect("hang guard thread");
-    result
-}
-
-/// A non-atomic value guarded by a semaphore used as a lock.
-struct Unsync<T>(UnsafeCell<T>);
-
-// SAFETY: the tests only access the cell while holding the semaphore used as a lock;
-// that exclusion is exactly what they check.
-unsafe impl<T: Send> Sync for Unsync<T> {}
-
-impl<T: Copy> Unsync<T> {
-    const fn new(value: T) -> Self {
-        Self(UnsafeCell::new(value))
-    }
-    fn get(&self) -> T {
-        // SAFETY: see the `Sync` impl.
-        unsafe { *self.0.get() }
-    }
-    fn set(&self, value: T) {
-        // SAFETY: see the `Sync` impl.
-        unsafe { *self.0.get() = value }
-    }
-}
+mod common;
+use common::{hang_guard, Unsync};
 
 /// The acquire variants of the upstream test.
 #[derive(Clone, Copy, Debug)]

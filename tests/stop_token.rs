@@ -3,60 +3,16 @@
 //! stop_possible, token equality, callbacks (registration after stop, running in the
 //! requesting thread, deregistration, drop while running, self-drop, races).
 
-use std::cell::UnsafeCell;
 use std::pin::{pin, Pin};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
 use scoped_sync::{stop_callback, Barrier, Latch, StopCallback, StopSource, StopToken};
 
-/// Aborts the test process if `f` has not returned after `secs` seconds: a hang is a
-/// failure, not a stuck CI job.
-fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
-    let (done, wait) = mpsc::channel::<()>();
-    let name = name.to_owned();
-    let guard = thread::spawn(move || {
-        if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(Duration::from_secs(secs)) {
-            eprintln!("{name}: still running after {secs} s; treating it as a hang");
-            std::process::abort();
-        }
-    });
-    let result = f();
-    drop(done);
-    guard.join().expect("hang guard thread");
-    result
-}
-
-/// Spins (yielding) until `condition` holds.
-fn spin_until(mut condition: impl FnMut() -> bool) {
-    while !condition() {
-        thread::yield_now();
-    }
-}
-
-/// A non-atomic value: published by `request_stop`, read after `stop_requested()`.
-struct Unsync<T>(UnsafeCell<T>);
-
-// SAFETY: the tests only read the cell after observing the stop request that was made
-// after the write; that ordering is exactly what they check.
-unsafe impl<T: Send> Sync for Unsync<T> {}
-
-impl<T: Copy> Unsync<T> {
-    const fn new(value: T) -> Self {
-        Self(UnsafeCell::new(value))
-    }
-    fn get(&self) -> T {
-        // SAFETY: see the `Sync` impl: callers are ordered after every writer.
-        unsafe { *self.0.get() }
-    }
-    fn set(&self, value: T) {
-        // SAFETY: see the `Sync` impl: callers are ordered before every reader.
-        unsafe { *self.0.get() = value }
-    }
-}
+mod common;
+use common::{hang_guard, spin_until, Unsync};
 
 /// A boxed, registered callback whose closure is type-erased (so it can refer to its
 /// own box).

@@ -31,7 +31,7 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::stop_token::StopToken;
-use crate::wait::{wait_until, Limits, Spin};
+use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
 /// Parity of the current phase; flips when a phase completes.
 const PARITY: u32 = 1 << 31;
@@ -308,18 +308,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// Sets the sleepers bit on `value`; returns the value to park on, or `None` if the
     /// state changed meanwhile.
     fn announce_sleeper(&self, value: u32) -> Option<u32> {
-        if value & SLEEPERS != 0 {
-            return Some(value);
-        }
-        B::compare_exchange(
-            &self.state,
-            value,
-            value | SLEEPERS,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        )
-        .ok()
-        .map(|_| value | SLEEPERS)
+        announce_with_flag::<S, B>(&self.state, value, SLEEPERS)
     }
 
     fn wait_phase(&self, parity: bool, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {

@@ -32,6 +32,7 @@
 //! of scope, so a node is never touched after it is gone.
 
 use core::cell::UnsafeCell;
+use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::ptr;
@@ -44,7 +45,8 @@ use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::semaphore::SEMAPHORE_MAX;
 use crate::stop_token::StopToken;
-use crate::wait::{wait_until, Limits, Spin};
+use crate::update::update;
+use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
 /// A thread holds the queue lock.
 const LOCKED: u32 = 1;
@@ -172,31 +174,28 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
 
     /// Like [`release`](Self::release), but returns an error instead of panicking.
     pub fn try_release(&self, n: u32) -> Result<(), UsageError> {
-        let mut state = B::load(&self.state, Ordering::Relaxed);
         loop {
-            if state & QUEUED != 0 {
-                match self.release_to_queue(n) {
-                    Some(outcome) => return outcome,
-                    // The queue emptied before we got the lock.
-                    None => state = B::load(&self.state, Ordering::Relaxed),
-                }
-                continue;
-            }
             // Nobody queued: add free units (the lock may be held; it does not guard
             // them, and `QUEUED` is only set while there are none).
-            let count = state / UNIT;
-            if n > MAX - count {
-                return Err(Self::exceeds_max(n, count));
-            }
-            match B::compare_exchange(
-                &self.state,
-                state,
-                state + n * UNIT,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
+            let added = update::<S, B, _>(&self.state, Ordering::Release, |state| {
+                if state & QUEUED != 0 {
+                    return Err(None);
+                }
+                let count = state / UNIT;
+                if n > MAX - count {
+                    return Err(Some(Self::exceeds_max(n, count)));
+                }
+                Ok(state + n * UNIT)
+            });
+            match added {
                 Ok(_) => return Ok(()),
-                Err(actual) => state = actual,
+                Err(Some(error)) => return Err(error),
+                Err(None) => {
+                    if let Some(outcome) = self.release_to_queue(n) {
+                        return outcome;
+                    }
+                    // The queue emptied before we got the lock: add free units.
+                }
             }
         }
     }
@@ -262,20 +261,14 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     /// Unlike C++'s `try_acquire`, this never fails spuriously.
     #[inline]
     pub fn try_acquire(&self) -> bool {
-        let mut state = B::load(&self.state, Ordering::Relaxed);
-        while state & QUEUED == 0 && state >= UNIT {
-            match B::compare_exchange(
-                &self.state,
-                state,
-                state - UNIT,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => state = actual,
+        update::<S, B, _>(&self.state, Ordering::Acquire, |state| {
+            if state & QUEUED == 0 && state >= UNIT {
+                Ok(state - UNIT)
+            } else {
+                Err(())
             }
-        }
-        false
+        })
+        .is_ok()
     }
 
     /// Blocks until it takes a unit, in FIFO order with other blocked threads.
@@ -319,27 +312,18 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
         // Under the lock: take a free unit, or mark the queue non-empty while there is
         // none (one compare-and-swap, so a concurrent release either lands before it
         // and is taken here, or sees `QUEUED` and hands its unit to the queue).
-        let mut state = B::load(&self.state, Ordering::Relaxed);
-        while state & QUEUED == 0 {
-            let (updated, took_unit) = if state >= UNIT {
-                (state - UNIT, true)
+        let entered = update::<S, B, _>(&self.state, Ordering::Acquire, |state| {
+            if state & QUEUED != 0 {
+                Err(()) // Already queued: join the queue.
+            } else if state >= UNIT {
+                Ok(state - UNIT)
             } else {
-                (state | QUEUED, false)
-            };
-            match B::compare_exchange(
-                &self.state,
-                state,
-                updated,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) if took_unit => {
-                    self.unlock();
-                    return Ok(());
-                }
-                Ok(_) => break,
-                Err(actual) => state = actual,
+                Ok(state | QUEUED)
             }
+        });
+        if matches!(entered, Ok(previous) if previous >= UNIT) {
+            self.unlock();
+            return Ok(());
         }
         // SAFETY: the lock is held and `QUEUED` is set; `waiter` outlives its time in
         // the queue (every return path below takes the lock after it left the queue).
@@ -352,18 +336,8 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
             limits,
             Spin::First,
             |granted| granted == GRANTED,
-            |granted| match granted {
-                PARKED => Some(PARKED),
-                _ => B::compare_exchange(
-                    &waiter.granted,
-                    WAITING,
-                    PARKED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .ok()
-                .map(|_| PARKED),
-            },
+            // `granted` is WAITING or PARKED here, and PARKED = WAITING | PARKED.
+            |granted| announce_with_flag::<S, B>(&waiter.granted, granted, PARKED),
         );
         self.lock();
         let outcome = match granted {
@@ -459,19 +433,9 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     /// The queue is empty: clears `QUEUED` and adds `free` units, in one step (while
     /// `QUEUED` is set no release adds units, so there were none).
     fn end_queue(&self, free: u32) {
-        let mut state = B::load(&self.state, Ordering::Relaxed);
-        loop {
-            match B::compare_exchange(
-                &self.state,
-                state,
-                (state & !QUEUED) + free * UNIT,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(actual) => state = actual,
-            }
-        }
+        let _ = update::<S, B, Infallible>(&self.state, Ordering::Release, |state| {
+            Ok((state & !QUEUED) + free * UNIT)
+        });
     }
 }
 

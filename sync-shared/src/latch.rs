@@ -23,7 +23,8 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::stop_token::StopToken;
-use crate::wait::{wait_until, Limits, Spin};
+use crate::update::update;
+use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
 /// At least one thread may be parked on the word.
 const SLEEPERS: u32 = 1 << 31;
@@ -115,8 +116,7 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     }
 
     fn count_down_as(&self, operation: &'static str, n: u32) -> Result<(), UsageError> {
-        let mut current = B::load(&self.state, Ordering::Relaxed);
-        loop {
+        let previous = update::<S, B, _>(&self.state, Ordering::Release, |current| {
             let count = current & COUNT;
             if n > count {
                 return Err(UsageError::new(
@@ -125,19 +125,9 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
                 ));
             }
             // Reaching zero clears the sleepers bit: nobody needs waking after this.
-            let next = if count == n { 0 } else { current - n };
-            match B::compare_exchange(
-                &self.state,
-                current,
-                next,
-                Ordering::Release,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(actual) => current = actual,
-            }
-        }
-        if current & COUNT == n && current & SLEEPERS != 0 {
+            Ok(if count == n { 0 } else { current - n })
+        })?;
+        if previous & COUNT == n && previous & SLEEPERS != 0 {
             B::wake_all(&self.state);
         }
         Ok(())
@@ -158,20 +148,7 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
             limits,
             Spin::First,
             |value| value & COUNT == 0,
-            |value| {
-                if value & SLEEPERS != 0 {
-                    return Some(value);
-                }
-                B::compare_exchange(
-                    &self.state,
-                    value,
-                    value | SLEEPERS,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .ok()
-                .map(|_| value | SLEEPERS)
-            },
+            |value| announce_with_flag::<S, B>(&self.state, value, SLEEPERS),
         )
         .map(drop)
     }

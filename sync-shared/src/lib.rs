@@ -24,6 +24,7 @@ mod message;
 pub mod scope;
 pub mod semaphore;
 pub mod stop_token;
+mod update;
 mod wait;
 
 pub use backend::{Backend, Word};

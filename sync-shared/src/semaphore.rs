@@ -30,6 +30,7 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::stop_token::StopToken;
+use crate::update::update;
 use crate::wait::{wait_until, Limits, Spin};
 
 /// The largest `MAX` a semaphore accepts, and the default: 2³⁰ − 1. (The fair
@@ -138,25 +139,15 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     /// Like [`release`](Self::release), but returns an error instead of panicking.
     #[inline]
     pub fn try_release(&self, n: u32) -> Result<(), UsageError> {
-        let mut count = B::load(&self.count, Ordering::Relaxed);
-        loop {
+        update::<S, B, _>(&self.count, Ordering::SeqCst, |count| {
             if n > MAX - count {
                 return Err(UsageError::new(
                     "CountingSemaphore::release",
                     UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
                 ));
             }
-            match B::compare_exchange(
-                &self.count,
-                count,
-                count + n,
-                Ordering::SeqCst,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(actual) => count = actual,
-            }
-        }
+            Ok(count + n)
+        })?;
         if B::load(&self.waiters, Ordering::SeqCst) != 0 {
             self.wake(n);
         }
@@ -178,20 +169,10 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     /// Unlike C++'s `try_acquire`, this never fails spuriously.
     #[inline]
     pub fn try_acquire(&self) -> bool {
-        let mut count = B::load(&self.count, Ordering::Relaxed);
-        while count > 0 {
-            match B::compare_exchange(
-                &self.count,
-                count,
-                count - 1,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => count = actual,
-            }
-        }
-        false
+        update::<S, B, _>(&self.count, Ordering::Acquire, |count| {
+            count.checked_sub(1).ok_or(())
+        })
+        .is_ok()
     }
 
     /// Blocks until it takes a unit (acquire).

@@ -93,6 +93,28 @@ pub(crate) enum Spin {
     Done,
 }
 
+/// The usual `announce` of [`wait_until`]: sets `flag` on `value` with a
+/// compare-and-swap, so that whoever changes the word next sees that a thread may be
+/// parked. Returns the value to park on, or `None` if the word changed meanwhile.
+pub(crate) fn announce_with_flag<S: Scope, B: Backend<S>>(
+    word: &Word,
+    value: u32,
+    flag: u32,
+) -> Option<u32> {
+    if value & flag != 0 {
+        return Some(value);
+    }
+    B::compare_exchange(
+        word,
+        value,
+        value | flag,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    )
+    .ok()
+    .map(|_| value | flag)
+}
+
 /// Waits until `ready(value)` holds for a value of `word` loaded with `order`, and
 /// returns that value.
 ///

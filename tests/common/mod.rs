@@ -1,0 +1,52 @@
+//! Helpers shared by the integration tests (each test file uses a subset).
+#![allow(dead_code)]
+
+use std::cell::UnsafeCell;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::thread;
+use std::time::Duration;
+
+/// Aborts the test process if `f` has not returned after `secs` seconds: a hang is a
+/// failure, not a stuck CI job.
+pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
+    let (done, wait) = mpsc::channel::<()>();
+    let name = name.to_owned();
+    let guard = thread::spawn(move || {
+        if let Err(RecvTimeoutError::Timeout) = wait.recv_timeout(Duration::from_secs(secs)) {
+            eprintln!("{name}: still running after {secs} s; treating it as a hang");
+            std::process::abort();
+        }
+    });
+    let result = f();
+    drop(done);
+    guard.join().expect("hang guard thread");
+    result
+}
+
+/// Spins (yielding) until `condition` holds.
+pub fn spin_until(mut condition: impl FnMut() -> bool) {
+    while !condition() {
+        thread::yield_now();
+    }
+}
+
+/// A non-atomic value guarded by the semaphore under test.
+pub struct Unsync<T>(UnsafeCell<T>);
+
+// SAFETY: the tests only access the cell while holding the semaphore used as a lock (or
+// after a release/acquire pair); that exclusion is exactly what they check.
+unsafe impl<T: Send> Sync for Unsync<T> {}
+
+impl<T: Copy> Unsync<T> {
+    pub const fn new(value: T) -> Self {
+        Self(UnsafeCell::new(value))
+    }
+    pub fn get(&self) -> T {
+        // SAFETY: see the `Sync` impl.
+        unsafe { *self.0.get() }
+    }
+    pub fn set(&self, value: T) {
+        // SAFETY: see the `Sync` impl.
+        unsafe { *self.0.get() = value }
+    }
+}
