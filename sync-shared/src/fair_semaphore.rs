@@ -299,9 +299,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
 
     #[cold]
     fn acquire_slow(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
-        if !limits.is_unbounded() {
-            limits.check()?;
-        }
+        limits.check()?;
         let waiter = Waiter {
             next: UnsafeCell::new(ptr::null_mut()),
             prev: UnsafeCell::new(ptr::null_mut()),

@@ -208,9 +208,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
             if self.try_acquire() {
                 return Ok(());
             }
-            if !limits.is_unbounded() {
-                limits.check()?;
-            }
+            limits.check()?;
             if !B::relax(&mut round) {
                 break;
             }

@@ -47,7 +47,7 @@ impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
         }
     }
 
-    /// Whether the wait must end now.
+    /// Whether the wait must end now (two predictable branches when unbounded).
     #[inline]
     pub(crate) fn check(&self) -> Result<(), Interrupted> {
         if self.stop.stop_requested() {
@@ -57,10 +57,6 @@ impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
             Some(deadline) if B::now() >= deadline => Err(Interrupted::TimedOut),
             _ => Ok(()),
         }
-    }
-
-    pub(crate) fn is_unbounded(&self) -> bool {
-        self.deadline.is_none() && !self.stop.stop_possible()
     }
 
     /// Sleeps while `word == value`, within the limits.
@@ -153,9 +149,7 @@ fn wait_slow<S: Scope, B: Backend<S>>(
         if ready(value) {
             return Ok(value);
         }
-        if !limits.is_unbounded() {
-            limits.check()?;
-        }
+        limits.check()?;
         if spinning {
             spinning = B::relax(&mut round);
             if spinning {
