@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, host tests (unit, integration, doc,
-# compile-fail), loom models, Miri on a host subset, and a smoke run of the report.
+# compile-fail, PTX codegen + ptxas), loom models, Miri on a host subset, and a
+# smoke run of the report.
 # Installs what it needs (idempotently). Used by .ci/run and named in README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
-step "toolchain components"
+step "toolchain components (stable: rustfmt, clippy; nightly: rust-src for the PTX build)"
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+rustup component add rust-src --toolchain nightly
+
+step "ptxas (PyPI nvidia-cuda-nvcc-cu12) for assembling the PTX without a GPU"
+PTXAS="$(bash scripts/ptxas.sh)"
+export PTXAS
+# A missing PTX is a failure here, not a silently skipped GPU section.
+export PTX_REQUIRED=1
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+cargo fmt --manifest-path kernels/Cargo.toml -- --check
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings

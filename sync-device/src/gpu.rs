@@ -1,0 +1,170 @@
+//! [`Gpu`]: the `Backend` of CUDA threads, at every scope.
+
+use core::arch::asm;
+use core::time::Duration;
+
+use sync_shared::{Backend, Ordering, Word};
+
+use crate::ptx_atomics::PtxScope;
+
+/// The device backend: inline-PTX scoped atomics; waits poll with `nanosleep` and a
+/// capped exponential backoff (a device thread has no operating system to park in, and
+/// a spinning GPU thread is fine as long as it sleeps a little between polls).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Gpu;
+
+/// A reading of the GPU's global nanosecond timer (`%globaltimer`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct GlobalTime(pub u64);
+
+/// Rounds of pure polling before the first sleep.
+const POLL_ROUNDS: u32 = 4;
+/// First sleep, in nanoseconds; doubles each round.
+const FIRST_SLEEP_NS: u32 = 32;
+/// Longest sleep between polls, in nanoseconds (libcu++ waits grow to far longer and
+/// pay for it in wake-up latency).
+const MAX_SLEEP_NS: u32 = 4096;
+
+fn nanosleep(ns: u32) {
+    // SAFETY: `nanosleep` only suspends the thread; it touches no memory.
+    unsafe { asm!("nanosleep.u32 {ns};", ns = in(reg32) ns, options(nomem, nostack)) };
+}
+
+fn backoff_ns(round: u32) -> u32 {
+    let shift = round.saturating_sub(POLL_ROUNDS).min(16);
+    (FIRST_SLEEP_NS << shift).min(MAX_SLEEP_NS)
+}
+
+/// PTX `cas` has one ordering: the stronger of the success and failure orderings.
+fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
+    match (success, failure) {
+        (Ordering::SeqCst, _) | (_, Ordering::SeqCst) => Ordering::SeqCst,
+        (Ordering::Release, Ordering::Acquire) => Ordering::AcqRel,
+        (Ordering::Relaxed, Ordering::Acquire) => Ordering::Acquire,
+        (success, _) => success,
+    }
+}
+
+macro_rules! sreg {
+    ($name:ident, $reg:literal) => {
+        fn $name() -> u32 {
+            let value: u32;
+            // SAFETY: reading a special register touches no memory.
+            unsafe { asm!(concat!("mov.u32 {v}, ", $reg, ";"), v = out(reg32) value, options(nomem, nostack, pure)) };
+            value
+        }
+    };
+}
+sreg!(tid_x, "%tid.x");
+sreg!(tid_y, "%tid.y");
+sreg!(tid_z, "%tid.z");
+sreg!(ntid_x, "%ntid.x");
+sreg!(ntid_y, "%ntid.y");
+sreg!(ntid_z, "%ntid.z");
+sreg!(ctaid_x, "%ctaid.x");
+sreg!(ctaid_y, "%ctaid.y");
+sreg!(ctaid_z, "%ctaid.z");
+sreg!(nctaid_x, "%nctaid.x");
+sreg!(nctaid_y, "%nctaid.y");
+
+// SAFETY: every atomic is the `PtxScope` table's single PTX instruction at scope `S`
+// (or wider) with at least the requested ordering; `park` returns when the word
+// differs from `expected`, at the deadline, or after one backoff sleep (spuriously);
+// wakes are no-ops because parked threads poll; thread ids are linear grid indices
+// plus one, distinct among live threads of one grid.
+unsafe impl<S: PtxScope> Backend<S> for Gpu {
+    type Instant = GlobalTime;
+
+    #[inline(always)]
+    fn load(word: &Word, order: Ordering) -> u32 {
+        // SAFETY: `word` is a live, aligned atomic word.
+        unsafe { S::load_u32(word.as_ptr(), order) }
+    }
+    #[inline(always)]
+    fn store(word: &Word, value: u32, order: Ordering) {
+        // SAFETY: as above.
+        unsafe { S::store_u32(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn swap(word: &Word, value: u32, order: Ordering) -> u32 {
+        // SAFETY: as above.
+        unsafe { S::swap_u32(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn compare_exchange(
+        word: &Word,
+        current: u32,
+        new: u32,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u32, u32> {
+        // SAFETY: as above.
+        let previous =
+            unsafe { S::cas_u32(word.as_ptr(), current, new, cas_order(success, failure)) };
+        if previous == current {
+            Ok(previous)
+        } else {
+            Err(previous)
+        }
+    }
+    #[inline(always)]
+    fn fetch_add(word: &Word, value: u32, order: Ordering) -> u32 {
+        // SAFETY: as above.
+        unsafe { S::fetch_add_u32(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn fetch_sub(word: &Word, value: u32, order: Ordering) -> u32 {
+        // PTX has no atom.sub: add the two's complement.
+        // SAFETY: as above.
+        unsafe { S::fetch_add_u32(word.as_ptr(), value.wrapping_neg(), order) }
+    }
+    #[inline(always)]
+    fn fence(order: Ordering) {
+        S::fence(order)
+    }
+
+    #[inline]
+    fn now() -> GlobalTime {
+        let ns: u64;
+        // SAFETY: reading a special register touches no memory.
+        unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) ns, options(nomem, nostack)) };
+        GlobalTime(ns)
+    }
+    fn after(from: GlobalTime, duration: Duration) -> GlobalTime {
+        let ns = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        GlobalTime(from.0.saturating_add(ns))
+    }
+
+    #[inline]
+    fn relax(round: &mut u32) -> bool {
+        if *round >= POLL_ROUNDS {
+            return false;
+        }
+        *round += 1;
+        true
+    }
+    fn yield_now() {
+        nanosleep(FIRST_SLEEP_NS);
+    }
+    fn park(word: &Word, expected: u32, deadline: Option<GlobalTime>) {
+        let mut round = POLL_ROUNDS;
+        while <Self as Backend<S>>::load(word, Ordering::Relaxed) == expected {
+            if let Some(deadline) = deadline {
+                if <Self as Backend<S>>::now() >= deadline {
+                    return;
+                }
+            }
+            nanosleep(backoff_ns(round));
+            round = round.saturating_add(1);
+        }
+    }
+    fn wake_one(_word: &Word) {}
+    fn wake_all(_word: &Word) {}
+
+    fn thread_id() -> usize {
+        let block = (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x();
+        let block_size = ntid_x() * ntid_y() * ntid_z();
+        let thread = (tid_z() * ntid_y() + tid_y()) * ntid_x() + tid_x();
+        (block as usize) * (block_size as usize) + thread as usize + 1
+    }
+}
