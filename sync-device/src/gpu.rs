@@ -66,6 +66,20 @@ sreg!(ctaid_y, "%ctaid.y");
 sreg!(ctaid_z, "%ctaid.z");
 sreg!(nctaid_x, "%nctaid.x");
 sreg!(nctaid_y, "%nctaid.y");
+sreg!(nctaid_z, "%nctaid.z");
+
+/// This thread's index in the (1-D or 3-D) grid, counting blocks in x-y-z order.
+pub fn global_thread_index() -> u32 {
+    let block = (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x();
+    let block_size = ntid_x() * ntid_y() * ntid_z();
+    let thread = (tid_z() * ntid_y() + tid_y()) * ntid_x() + tid_x();
+    block * block_size + thread
+}
+
+/// Threads in the grid.
+pub fn global_thread_count() -> u32 {
+    ntid_x() * ntid_y() * ntid_z() * nctaid_x() * nctaid_y() * nctaid_z()
+}
 
 // SAFETY: every atomic is the `PtxScope` table's single PTX instruction at scope `S`
 // (or wider) with at least the requested ordering; `park` returns when the word
@@ -162,9 +176,7 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     fn wake_all(_word: &Word) {}
 
     fn thread_id() -> usize {
-        let block = (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x();
-        let block_size = ntid_x() * ntid_y() * ntid_z();
-        let thread = (tid_z() * ntid_y() + tid_y()) * ntid_x() + tid_x();
-        (block as usize) * (block_size as usize) + thread as usize + 1
+        // Plus one: 0 never names a thread.
+        global_thread_index() as usize + 1
     }
 }

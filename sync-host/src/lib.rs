@@ -11,6 +11,7 @@
 //! let barrier = sync_host::Barrier::<sync_shared::Block>::new(2); // no Backend<Block> for Host
 //! ```
 
+pub mod cuda;
 #[cfg(all(target_os = "linux", not(loom)))]
 mod futex;
 mod host;

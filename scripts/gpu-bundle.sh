@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds a self-contained bundle of the GPU suite for a GPU host that has no Rust
+# toolchain: the GPU test executables (the PTX is embedded in them) and a runner.
+#
+#   bash scripts/gpu-bundle.sh [DIR]      # default DIR: bundle/
+#   # copy DIR to the GPU host, then there:  bash DIR/run.sh
+#
+# The runner runs every test twice: as is, and serialized under
+# CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out="${1:-bundle}"
+
+export PTX_REQUIRED=1
+rm -rf "$out"
+mkdir -p "$out"
+cargo test --release --locked --no-run --test gpu --message-format=json 2>/dev/null \
+    | python3 -c '
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and message.get("executable") and message["profile"]["test"]:
+        print(message["target"]["name"], message["executable"])
+' | while read -r name executable; do
+    cp "$executable" "$out/$name"
+    strip "$out/$name"
+done
+
+cat > "$out/run.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs the bundled GPU tests; exits non-zero if any run fails.
+set -uo pipefail
+cd "$(dirname "$0")"
+status=0
+for test in ./*; do
+    [[ -x "$test" && "$test" != ./run.sh ]] || continue
+    echo "== $test"
+    "$test" --test-threads=1 || status=1
+    echo "== $test (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
+    CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 "$test" --test-threads=1 || status=1
+done
+exit $status
+RUN
+chmod +x "$out/run.sh"
+ls -la "$out"

@@ -1,0 +1,213 @@
+//! The CUDA runtime side: a context on the first GPU with the project's kernels
+//! loaded, device memory for sync objects, and typed launches.
+//!
+//! Built on cudarc with dynamic loading: everything here compiles without CUDA, and
+//! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
+
+mod error;
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchArgs,
+    LaunchConfig, ValidAsZeroBits,
+};
+
+/// Kernel arguments are pushed with `args.arg(&value)` (cudarc's trait).
+pub use cudarc::driver::{LaunchArgs as KernelArgs, PushKernelArg};
+pub use error::CudaError;
+
+/// The first GPU, with the embedded kernels loaded.
+pub struct Runtime {
+    context: Arc<CudaContext>,
+    module: Arc<CudaModule>,
+    stream: Arc<CudaStream>,
+}
+
+impl Runtime {
+    /// Opens GPU 0 and loads the embedded PTX.
+    pub fn open() -> Result<Self, CudaError> {
+        // SAFETY: only probes whether the driver library can be loaded.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(CudaError::NoDriver);
+        }
+        let ptx = crate::ptx::kernels()?;
+        let context =
+            CudaContext::new(0).map_err(CudaError::driver("create a context on GPU 0"))?;
+        let module = context
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
+            .map_err(CudaError::driver("load the kernels' PTX"))?;
+        let stream = context.default_stream();
+        Ok(Self {
+            context,
+            module,
+            stream,
+        })
+    }
+
+    /// The GPU's name.
+    pub fn name(&self) -> Result<String, CudaError> {
+        self.context
+            .name()
+            .map_err(CudaError::driver("read the device name"))
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> Result<u32, CudaError> {
+        let count = self
+            .context
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+            .map_err(CudaError::driver("read the SM count"))?;
+        Ok(count as u32)
+    }
+
+    /// A kernel of the embedded module.
+    pub fn kernel(&self, name: &str) -> Result<Kernel<'_>, CudaError> {
+        let function = self
+            .module
+            .load_function(name)
+            .map_err(CudaError::driver("find a kernel"))?;
+        Ok(Kernel {
+            runtime: self,
+            function,
+        })
+    }
+
+    /// Device memory holding `values`.
+    pub fn upload<T: DeviceRepr>(&self, values: &[T]) -> Result<CudaSlice<T>, CudaError> {
+        self.stream
+            .clone_htod(values)
+            .map_err(CudaError::driver("copy to the device"))
+    }
+
+    /// Device memory holding a copy of `object`, a sync object built on the host: the
+    /// device flavour of the same primitive has the same bytes (the shared layouts are
+    /// asserted at compile time on both sides), so a kernel takes the pointer as a
+    /// `*const sync_device::Barrier` (or `Latch`, ...).
+    pub fn upload_object<T: DeviceObject>(&self, object: &T) -> Result<CudaSlice<u8>, CudaError> {
+        // SAFETY: `DeviceObject` types are plain words without padding or pointers.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                std::ptr::from_ref(object).cast::<u8>(),
+                std::mem::size_of::<T>(),
+            )
+        };
+        self.upload(bytes)
+    }
+
+    /// Zeroed device memory for `len` values.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>, CudaError> {
+        self.stream
+            .alloc_zeros(len)
+            .map_err(CudaError::driver("allocate device memory"))
+    }
+
+    /// The values of `slice`, after the stream's work so far.
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        slice: &CudaSlice<T>,
+    ) -> Result<Vec<T>, CudaError> {
+        self.stream
+            .clone_dtoh(slice)
+            .map_err(CudaError::driver("copy from the device"))
+    }
+
+    /// Waits for the stream's work; a kernel fault shows up here.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.stream
+            .synchronize()
+            .map_err(CudaError::driver("synchronize the stream"))
+    }
+}
+
+/// A host-built sync object whose bytes a kernel may use as the device flavour's.
+///
+/// # Safety
+///
+/// The type is `#[repr(C)]`, made of 32-bit atomic words only (no padding, pointers or
+/// closures), with the same layout as its device flavour.
+pub unsafe trait DeviceObject {}
+
+// SAFETY: state and expected words; the layout is asserted in `crate::layout_checks`.
+unsafe impl DeviceObject for crate::Barrier {}
+// SAFETY: one word; asserted likewise.
+unsafe impl DeviceObject for crate::Latch {}
+// SAFETY: count and waiter words; asserted likewise.
+unsafe impl<const MAX: u32> DeviceObject for crate::CountingSemaphore<MAX> {}
+
+/// One kernel of the module, ready to launch.
+pub struct Kernel<'a> {
+    runtime: &'a Runtime,
+    function: CudaFunction,
+}
+
+impl Kernel<'_> {
+    /// Blocks of `block_threads` threads that fit on the GPU at once (occupancy per SM
+    /// × SM count): the most a cooperative launch may ask for.
+    pub fn max_coresident_blocks(&self, block_threads: u32) -> Result<u32, CudaError> {
+        let per_sm = self
+            .function
+            .occupancy_max_active_blocks_per_multiprocessor(block_threads, 0, None)
+            .map_err(CudaError::driver("query occupancy"))?;
+        Ok(per_sm * self.runtime.sm_count()?)
+    }
+
+    /// Launches on `grid × block` threads; `args` pushes the kernel's arguments.
+    ///
+    /// # Safety
+    ///
+    /// The arguments must match the kernel's parameters in number, order and type.
+    pub unsafe fn launch<'a>(
+        &'a self,
+        grid: u32,
+        block: u32,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        let mut builder = self.runtime.stream.launch_builder(&self.function);
+        args(&mut builder);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the caller vouches for the arguments.
+        unsafe { builder.launch(config) }.map_err(CudaError::driver("launch a kernel"))?;
+        Ok(())
+    }
+
+    /// A cooperative launch: every block co-resident, so grid-wide barriers are safe.
+    /// Refuses a grid larger than [`max_coresident_blocks`](Self::max_coresident_blocks)
+    /// with [`CudaError::GridTooLarge`] instead of deadlocking.
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch).
+    pub unsafe fn launch_cooperative<'a>(
+        &'a self,
+        grid: u32,
+        block: u32,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        let max = self.max_coresident_blocks(block)?;
+        if grid > max {
+            return Err(CudaError::GridTooLarge {
+                requested: grid,
+                max,
+            });
+        }
+        let mut builder = self.runtime.stream.launch_builder(&self.function);
+        args(&mut builder);
+        let config = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (block, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: the caller vouches for the arguments.
+        unsafe { builder.launch_cooperative(config) }
+            .map_err(CudaError::driver("launch a cooperative kernel"))?;
+        Ok(())
+    }
+}

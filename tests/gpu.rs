@@ -1,0 +1,119 @@
+//! GPU tests: kernels built from this repository run on the first GPU. On a machine
+//! without a CUDA driver every test prints "skipped: no CUDA driver" and passes.
+//!
+//! Run them on a GPU host without a Rust toolchain with the bundle:
+//! `bash scripts/gpu-bundle.sh`, then `bash bundle/run.sh` there.
+
+use std::io::Write;
+
+use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
+use scoped_sync::{Barrier, Latch};
+
+fn runtime() -> Option<Runtime> {
+    match Runtime::open() {
+        Ok(runtime) => Some(runtime),
+        Err(CudaError::NoDriver) => {
+            // Straight to stderr: libtest would hide a println! of a passing test.
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            None
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+    }
+}
+
+#[test]
+fn device_scope_fetch_add_counts_every_increment() {
+    let Some(gpu) = runtime() else { return };
+    let (grid, block, iterations) = (gpu.sm_count().unwrap() * 2, 256_u32, 100_u32);
+    let counter = gpu.zeros::<u32>(1).unwrap();
+    let kernel = gpu.kernel("fetch_add_device").unwrap();
+    // SAFETY: (u32 pointer, u32) is the kernel's signature.
+    unsafe {
+        kernel.launch(grid, block, |args| {
+            args.arg(&counter).arg(&iterations);
+        })
+    }
+    .unwrap();
+    assert_eq!(gpu.download(&counter).unwrap(), [grid * block * iterations]);
+}
+
+#[test]
+fn grid_barrier_releases_no_thread_early() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("grid_barrier_phases").unwrap();
+    let block = 64_u32;
+    let grid = kernel
+        .max_coresident_blocks(block)
+        .unwrap()
+        .min(gpu.sm_count().unwrap() * 2);
+    let threads = grid * block;
+    let phases = 8_u32;
+    let barrier = gpu.upload_object(&Barrier::new(threads)).unwrap();
+    let slots = gpu.zeros::<u32>(threads as usize).unwrap();
+    let errors = gpu.zeros::<u32>(1).unwrap();
+    // SAFETY: (barrier pointer, u32 pointer, u32, u32 pointer) is the kernel's signature.
+    unsafe {
+        kernel.launch_cooperative(grid, block, |args| {
+            args.arg(&barrier).arg(&slots).arg(&phases).arg(&errors);
+        })
+    }
+    .unwrap();
+    assert_eq!(
+        gpu.download(&errors).unwrap(),
+        [0],
+        "threads saw a neighbour's old phase"
+    );
+    assert!(gpu
+        .download(&slots)
+        .unwrap()
+        .iter()
+        .all(|&slot| slot == phases));
+}
+
+#[test]
+fn latch_publishes_every_write_before_count_down() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("latch_count_down_wait").unwrap();
+    let block = 128_u32;
+    let grid = kernel
+        .max_coresident_blocks(block)
+        .unwrap()
+        .min(gpu.sm_count().unwrap());
+    let threads = grid * block;
+    let latch = gpu.upload_object(&Latch::new(threads)).unwrap();
+    let flags = gpu.zeros::<u32>(threads as usize).unwrap();
+    let errors = gpu.zeros::<u32>(1).unwrap();
+    // SAFETY: (latch pointer, u32 pointer, u32 pointer) is the kernel's signature.
+    unsafe {
+        kernel.launch_cooperative(grid, block, |args| {
+            args.arg(&latch).arg(&flags).arg(&errors);
+        })
+    }
+    .unwrap();
+    assert_eq!(gpu.download(&errors).unwrap(), [0]);
+}
+
+#[test]
+fn cooperative_launch_refuses_a_grid_that_cannot_be_coresident() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("grid_barrier_phases").unwrap();
+    let max = kernel.max_coresident_blocks(64).unwrap();
+    let barrier = gpu.upload_object(&Barrier::new(1)).unwrap();
+    let slots = gpu.zeros::<u32>(1).unwrap();
+    let errors = gpu.zeros::<u32>(1).unwrap();
+    // SAFETY: as in grid_barrier_releases_no_thread_early; the launch must not happen.
+    let refused = unsafe {
+        kernel.launch_cooperative(max + 1, 64, |args| {
+            args.arg(&barrier).arg(&slots).arg(&1_u32).arg(&errors);
+        })
+    };
+    match refused {
+        Err(CudaError::GridTooLarge {
+            requested,
+            max: limit,
+        }) => {
+            assert_eq!((requested, limit), (max + 1, max));
+        }
+        other => panic!("expected GridTooLarge, got {other:?}"),
+    }
+}
