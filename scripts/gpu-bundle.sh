@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Builds a self-contained bundle of the GPU suite for a GPU host that has no Rust
-# toolchain: the GPU test executables (the PTX is embedded in them) and a runner.
+# toolchain: the GPU test executables and the report binary (the PTX is embedded in
+# them), a runner, and the CUDA C++ anchor with its comparison script.
 #
 #   bash scripts/gpu-bundle.sh [DIR]      # default DIR: bundle/
-#   # copy DIR to the GPU host, then there:  bash DIR/run.sh
+#   # copy DIR to the GPU host, then there:
+#   bash DIR/run.sh                       # the GPU tests
+#   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc)
 #
 # The runner runs every test twice: as is, and serialized under
 # CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1.
@@ -26,6 +29,14 @@ for line in sys.stdin:
     strip "$out/$name"
 done
 
+cargo build --release --locked --bin scoped-sync
+cp target/release/scoped-sync "$out/scoped-sync"
+strip "$out/scoped-sync"
+cp scripts/gpu-compare.sh "$out/compare.sh"
+anchors="$(git rev-parse --show-toplevel)/../shared/anchors"
+cp "$anchors/gpu_baselines.cu" "$out/" 2>/dev/null \
+    || echo "gpu-bundle: $anchors/gpu_baselines.cu not found; compare.sh will not run" >&2
+
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the bundled GPU tests; exits non-zero if any run fails.
@@ -33,7 +44,8 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    [[ -x "$test" && "$test" != ./run.sh ]] || continue
+    case "$test" in ./run.sh | ./compare.sh | ./scoped-sync | *.cu) continue ;; esac
+    [[ -x "$test" ]] || continue
     echo "== $test"
     "$test" --test-threads=1 || status=1
     echo "== $test (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use report::cli::{self, Command, Options};
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{host, machine, output};
+use report::{gpu, host, output};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -45,17 +45,25 @@ fn run(options: Options) -> io::Result<()> {
         Plan::FULL
     };
     let mut out = io::stdout().lock();
+    let (gpu_line, runtime) = gpu::open();
     if options.json {
         // Stdout carries JSON only; the GPU notice goes where people look.
-        eprintln!("{}", machine::GPU_LINE);
+        eprintln!("{gpu_line}");
     } else {
         // The header first, so a reader knows what is coming while it is measured.
-        output::write_header(&mut out, plan)?;
+        output::write_header(&mut out, plan, &gpu_line)?;
         out.flush()?;
     }
 
-    let mut progress = Progress::new(host::steps(), !options.quick);
-    let rows = host::measure(plan, &mut progress);
+    let gpu_steps = if runtime.is_some() { gpu::steps() } else { 0 };
+    let mut progress = Progress::new(host::steps() + gpu_steps, !options.quick);
+    let mut rows = host::measure(plan, &mut progress);
+    if let Some(runtime) = &runtime {
+        match gpu::measure(runtime, plan, &mut progress) {
+            Ok(gpu_rows) => rows.extend(gpu_rows),
+            Err(error) => eprintln!("scoped-sync: the GPU section failed: {error}"),
+        }
+    }
     progress.finish();
 
     if options.json {

@@ -15,6 +15,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { core::arch::asm!("trap;", options(noreturn)) }
 }
 
+mod costs;
 mod functional;
 
 /// One kernel per scope × operation × width × ordering.

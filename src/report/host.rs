@@ -179,6 +179,8 @@ pub fn measure(plan: Plan, progress: &mut Progress) -> Vec<Row> {
         op: op.to_owned(),
         threads,
         ns_per_op: best.get().expect("at least one repetition"),
+        launch: None,
+        cycles_per_op: None,
     };
     cases()
         .into_iter()

@@ -1,8 +1,5 @@
 //! What this machine is, for the report's header.
 
-/// What the report says about GPUs until the CUDA backend exists.
-pub const GPU_LINE: &str = "GPU: none (the CUDA backend is not built yet)";
-
 /// The CPU's model name from `/proc/cpuinfo` (Linux), if there is one.
 pub fn cpu_model() -> Option<String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;

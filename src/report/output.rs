@@ -21,8 +21,12 @@ pub fn write_json(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
 }
 
 fn json_line(sample: &Sample) -> String {
+    let launch = match sample.launch {
+        Some((grid, block)) => format!(",\"grid\":{grid},\"block\":{block}"),
+        None => String::new(),
+    };
     format!(
-        "{{\"backend\":{},\"scope\":{},\"primitive\":{},\"op\":{},\"threads\":{},\"ns_per_op\":{}}}",
+        "{{\"backend\":{},\"scope\":{},\"primitive\":{},\"op\":{},\"threads\":{},\"ns_per_op\":{}{launch}}}",
         json_string(sample.backend),
         json_string(sample.scope),
         json_string(&sample.primitive),
@@ -63,7 +67,7 @@ fn json_number(value: f64) -> String {
 }
 
 /// The human header: what was measured, on what, and how.
-pub fn write_header(out: &mut impl Write, plan: Plan) -> io::Result<()> {
+pub fn write_header(out: &mut impl Write, plan: Plan, gpu_line: &str) -> io::Result<()> {
     writeln!(out, "scoped-sync: per-scope cost report")?;
     let cpu = machine::cpu_model().unwrap_or_else(|| "unknown CPU".to_owned());
     writeln!(
@@ -71,7 +75,7 @@ pub fn write_header(out: &mut impl Write, plan: Plan) -> io::Result<()> {
         "CPU: {cpu}, {} hardware threads",
         machine::hardware_threads()
     )?;
-    writeln!(out, "{}", machine::GPU_LINE)?;
+    writeln!(out, "{gpu_line}")?;
     writeln!(
         out,
         "Method: best (minimum) of {} repetition{}; iteration counts of \
@@ -149,7 +153,10 @@ fn cells(row: &Row) -> [String; 7] {
         row.ours.primitive.clone(),
         row.ours.op.clone(),
         row.ours.threads.to_string(),
-        format_ns(row.ours.ns_per_op),
+        match row.ours.cycles_per_op {
+            Some(cycles) => format!("{} ({cycles:.1} cyc)", format_ns(row.ours.ns_per_op)),
+            None => format_ns(row.ours.ns_per_op),
+        },
         peer.map_or_else(none, |peer| {
             peer.primitive
                 .strip_prefix("peer:")

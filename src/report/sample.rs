@@ -3,7 +3,7 @@
 /// One measured figure: the fields of a `--json` line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
-    /// Which backend ran it: `"host"` (later `"cuda"`).
+    /// Which backend ran it: `"host"` or `"cuda"`.
     pub backend: &'static str,
     /// The thread scope of the operation, e.g. `"system"`.
     pub scope: &'static str,
@@ -16,6 +16,11 @@ pub struct Sample {
     pub threads: u32,
     /// Best time per operation (per phase, per round trip), in nanoseconds.
     pub ns_per_op: f64,
+    /// GPU rows: the launch shape `(grid, block)`; `None` on the host.
+    pub launch: Option<(u32, u32)>,
+    /// GPU rows timed with `%clock64`: SM cycles per operation (shown in the table;
+    /// the JSON carries `ns_per_op` only).
+    pub cycles_per_op: Option<f64>,
 }
 
 /// One line of the human table: our figure and, where one exists, the same workload

@@ -68,6 +68,15 @@ sreg!(nctaid_x, "%nctaid.x");
 sreg!(nctaid_y, "%nctaid.y");
 sreg!(nctaid_z, "%nctaid.z");
 
+/// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
+/// asm block is a compiler barrier), so two readings bracket what lies between.
+pub fn clock64() -> u64 {
+    let cycles: u64;
+    // SAFETY: reading a special register touches no memory.
+    unsafe { asm!("mov.u64 {c}, %clock64;", c = out(reg64) cycles, options(nostack)) };
+    cycles
+}
+
 /// This thread's index in the (1-D or 3-D) grid, counting blocks in x-y-z order.
 pub fn global_thread_index() -> u32 {
     let block = (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x();

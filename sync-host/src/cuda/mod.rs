@@ -61,6 +61,15 @@ impl Runtime {
         Ok(count as u32)
     }
 
+    /// The SM clock rate the driver reports, in MHz (`%clock64` ticks at it).
+    pub fn clock_mhz(&self) -> Result<u32, CudaError> {
+        let khz = self
+            .context
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
+            .map_err(CudaError::driver("read the clock rate"))?;
+        Ok(khz as u32 / 1000)
+    }
+
     /// A kernel of the embedded module.
     pub fn kernel(&self, name: &str) -> Result<Kernel<'_>, CudaError> {
         let function = self

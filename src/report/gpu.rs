@@ -1,0 +1,104 @@
+//! The GPU section of the report: per-scope costs measured by kernels built from this
+//! repository, shaped like `shared/anchors/gpu_baselines.cu` (one thread, a dependent
+//! chain timed with `%clock64`), so that `scripts/gpu-compare.sh` can put the CUDA C++
+//! figures beside them.
+
+use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
+
+use super::measure::Plan;
+use super::progress::Progress;
+use super::sample::{Row, Sample};
+
+/// The report's name of this backend.
+const BACKEND: &str = "cuda";
+/// Chain length of the anchor's atomic and fence loops.
+const ITERATIONS: u32 = 20_000;
+/// Scopes measured, with the kernel-name suffix.
+const SCOPES: [&str; 3] = ["block", "device", "system"];
+
+/// One cost kernel: (primitive, op, kernel prefix).
+const KERNELS: [(&str, &str, &str); 2] = [
+    ("atomic", "fetch_add_acq_rel_chain", "cost_atomic_chain_"),
+    ("fence", "store_fence_seq_cst", "cost_fence_"),
+];
+
+/// The GPU line of the header, and the runtime if there is a GPU to measure.
+pub fn open() -> (String, Option<Runtime>) {
+    match Runtime::open() {
+        Ok(runtime) => {
+            let name = runtime.name().unwrap_or_else(|_| "unknown GPU".to_owned());
+            let sms = runtime
+                .sm_count()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+            let clock = runtime
+                .clock_mhz()
+                .map_or_else(|_| "?".to_owned(), |mhz| mhz.to_string());
+            (
+                format!("GPU: {name}, {sms} SMs, SM clock {clock} MHz"),
+                Some(runtime),
+            )
+        }
+        Err(CudaError::NoDriver) => ("GPU: none (no CUDA driver found)".to_owned(), None),
+        Err(other) => (format!("GPU: not measured ({other})"), None),
+    }
+}
+
+/// Progress steps [`measure`] takes.
+pub fn steps() -> usize {
+    SCOPES.len() * KERNELS.len()
+}
+
+/// Measures every cost kernel at every scope; best of `plan.repetitions` launches after
+/// one warm-up launch.
+pub fn measure(
+    runtime: &Runtime,
+    plan: Plan,
+    progress: &mut Progress,
+) -> Result<Vec<Row>, CudaError> {
+    let clock_ghz = f64::from(runtime.clock_mhz()?) / 1000.0;
+    let iterations = u32::try_from(plan.scale(u64::from(ITERATIONS)))
+        .unwrap_or(ITERATIONS)
+        .max(1);
+    let mut rows = Vec::new();
+    for (primitive, op, prefix) in KERNELS {
+        for scope in SCOPES {
+            progress.step(&format!("cuda {scope} {primitive} {op}"));
+            let kernel = runtime.kernel(&format!("{prefix}{scope}"))?;
+            let words = runtime.zeros::<u32>(2)?;
+            let cycles = runtime.zeros::<u64>(1)?;
+            let mut best = u64::MAX;
+            for launch in 0..=plan.repetitions.max(1) {
+                // SAFETY: the cost kernels take (u32 pointer, u32, u64 pointer) — chain —
+                // or (u32, u64 pointer, u32 pointer) — fence — as pushed here.
+                unsafe {
+                    kernel.launch(1, 1, |args| {
+                        if primitive == "atomic" {
+                            args.arg(&words).arg(&iterations).arg(&cycles);
+                        } else {
+                            args.arg(&iterations).arg(&cycles).arg(&words);
+                        }
+                    })
+                }?;
+                let measured = runtime.download(&cycles)?[0];
+                if launch > 0 {
+                    best = best.min(measured);
+                }
+            }
+            let cycles_per_op = best as f64 / f64::from(iterations);
+            rows.push(Row {
+                ours: Sample {
+                    backend: BACKEND,
+                    scope,
+                    primitive: primitive.to_owned(),
+                    op: op.to_owned(),
+                    threads: 1,
+                    ns_per_op: cycles_per_op / clock_ghz,
+                    launch: Some((1, 1)),
+                    cycles_per_op: Some(cycles_per_op),
+                },
+                peer: None,
+            });
+        }
+    }
+    Ok(rows)
+}
