@@ -45,7 +45,9 @@ integration() {
     local name=$1
     shift
     if [[ -f "tests/$name.rs" ]]; then
-        miri_test -p scoped-sync --test "$name" -- "$@"
+        # One test at a time: Miri's virtual clock advances with every thread's
+        # work, so concurrent tests would eat each other's timeouts.
+        miri_test -p scoped-sync --test "$name" -- --test-threads=1 "$@"
     else
         printf '\n==> tests/%s.rs does not exist: skipped\n' "$name"
     fi

@@ -6,7 +6,9 @@
 
 use std::io::Write;
 
-use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
+use scoped_sync::cuda::{
+    CudaError, KernelParams, LaunchOptions, MemSyncDomain, PushKernelArg, Runtime,
+};
 use scoped_sync::{Barrier, Latch};
 
 fn runtime() -> Option<Runtime> {
@@ -116,4 +118,60 @@ fn cooperative_launch_refuses_a_grid_that_cannot_be_coresident() {
         }
         other => panic!("expected GridTooLarge, got {other:?}"),
     }
+}
+
+#[test]
+fn cluster_launch_groups_blocks_in_pairs() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("cluster_rank_report").unwrap();
+    let blocks = 8_u32;
+    let out = gpu.zeros::<u32>(2 * blocks as usize).unwrap();
+    let options = LaunchOptions {
+        cluster: Some(2),
+        ..LaunchOptions::default()
+    };
+    let stream = gpu.default_stream();
+    // SAFETY: (u32 pointer) is the kernel's signature; `out` outlives the launch.
+    unsafe {
+        kernel.launch_ex(
+            &stream,
+            blocks,
+            32,
+            options,
+            KernelParams::default().pointer(gpu.address(&out)),
+        )
+    }
+    .unwrap();
+    let reported = gpu.download(&out).unwrap();
+    for (block, pair) in reported.chunks(2).enumerate() {
+        assert_eq!(
+            pair,
+            [block as u32 % 2, 2],
+            "block {block}: (rank in cluster, cluster size)"
+        );
+    }
+}
+
+#[test]
+fn remote_domain_kernel_writes_mapped_host_memory() {
+    let Some(gpu) = runtime() else { return };
+    assert!(gpu.domain_count().unwrap() >= 1);
+    let kernel = gpu.kernel("stream_writes").unwrap();
+    let buffer = gpu.mapped(4096).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let options = LaunchOptions {
+        domain: MemSyncDomain::Remote,
+        ..LaunchOptions::default()
+    };
+    let params = KernelParams::default()
+        .pointer(buffer.device_address())
+        .u32(4096)
+        .u32(3);
+    // SAFETY: (u32 pointer, u32, u32) is the kernel's signature; the buffer outlives it.
+    unsafe { kernel.launch_ex(&stream, 4, 256, options, params) }.unwrap();
+    stream.synchronize().unwrap();
+    assert!(
+        (0..buffer.len()).all(|word| buffer.read(word) == 3),
+        "every word holds the last round"
+    );
 }

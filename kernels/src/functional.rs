@@ -62,3 +62,35 @@ pub unsafe extern "gpu-kernel" fn latch_count_down_wait(
         <Gpu as Backend<Device>>::fetch_add(errors, 1, Ordering::Relaxed);
     }
 }
+
+/// Thread 0 of each block writes its cluster rank and the cluster's block count to
+/// `out[2 * block]` and `out[2 * block + 1]`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn cluster_rank_report(out: *mut u32) {
+    let index = global_thread_index();
+    let block_threads = global_thread_count() / sync_device::block_count();
+    if index % block_threads == 0 {
+        let block = (index / block_threads) as usize;
+        let (rank, size) = sync_device::cluster_rank();
+        // SAFETY: the host passes two words per block.
+        unsafe {
+            out.add(2 * block).write_volatile(rank);
+            out.add(2 * block + 1).write_volatile(size);
+        }
+    }
+}
+
+/// Streams stores to `words` words of (typically mapped host) memory, `rounds` times
+/// over, grid-stride; the last round leaves `rounds` in every word.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn stream_writes(dst: *mut u32, words: u32, rounds: u32) {
+    let (first, stride) = (global_thread_index(), global_thread_count());
+    for round in 1..=rounds {
+        let mut word = first;
+        while word < words {
+            // SAFETY: the host passes `words` words.
+            unsafe { dst.add(word as usize).write_volatile(round) };
+            word += stride;
+        }
+    }
+}

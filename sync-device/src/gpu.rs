@@ -67,6 +67,8 @@ sreg!(ctaid_z, "%ctaid.z");
 sreg!(nctaid_x, "%nctaid.x");
 sreg!(nctaid_y, "%nctaid.y");
 sreg!(nctaid_z, "%nctaid.z");
+sreg!(cluster_ctarank, "%cluster_ctarank");
+sreg!(cluster_nctarank, "%cluster_nctarank");
 
 /// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
 /// asm block is a compiler barrier), so two readings bracket what lies between.
@@ -77,12 +79,23 @@ pub fn clock64() -> u64 {
     cycles
 }
 
+/// This block's rank in its thread-block cluster, and the cluster's block count
+/// (`(0, 1)` when the launch has no clusters). sm_90+.
+pub fn cluster_rank() -> (u32, u32) {
+    (cluster_ctarank(), cluster_nctarank())
+}
+
 /// This thread's index in the (1-D or 3-D) grid, counting blocks in x-y-z order.
 pub fn global_thread_index() -> u32 {
     let block = (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x();
     let block_size = ntid_x() * ntid_y() * ntid_z();
     let thread = (tid_z() * ntid_y() + tid_y()) * ntid_x() + tid_x();
     block * block_size + thread
+}
+
+/// Blocks in the grid.
+pub fn block_count() -> u32 {
+    nctaid_x() * nctaid_y() * nctaid_z()
 }
 
 /// Threads in the grid.

@@ -15,7 +15,9 @@ mod gpu;
 pub mod ptx_atomics;
 
 #[cfg(target_arch = "nvptx64")]
-pub use gpu::{clock64, global_thread_count, global_thread_index, GlobalTime, Gpu};
+pub use gpu::{
+    block_count, clock64, cluster_rank, global_thread_count, global_thread_index, GlobalTime, Gpu,
+};
 
 /// [`sync_shared::Barrier`] on CUDA threads (scope defaults to `Device`).
 #[cfg(target_arch = "nvptx64")]

@@ -9,6 +9,9 @@ use std::time::Duration;
 /// Aborts the test process if `f` has not returned after `secs` seconds: a hang is a
 /// failure, not a stuck CI job.
 pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
+    // Under Miri (with isolation) the clock is virtual and advances with the
+    // instructions every thread executes, interpreted slowly: give it far longer.
+    let secs = if cfg!(miri) { secs * 20 } else { secs };
     let (done, wait) = mpsc::channel::<()>();
     let name = name.to_owned();
     let guard = thread::spawn(move || {

@@ -5,17 +5,21 @@
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 
 mod error;
+mod launch_ex;
+mod mapped;
 
 use std::sync::Arc;
 
 use cudarc::driver::{
-    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DeviceRepr, LaunchArgs,
-    LaunchConfig, ValidAsZeroBits,
+    sys, CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DeviceRepr,
+    LaunchArgs, LaunchConfig, ValidAsZeroBits,
 };
 
 /// Kernel arguments are pushed with `args.arg(&value)` (cudarc's trait).
 pub use cudarc::driver::{LaunchArgs as KernelArgs, PushKernelArg};
 pub use error::CudaError;
+pub use launch_ex::{KernelParams, LaunchOptions, MemSyncDomain};
+pub use mapped::MappedBuffer;
 
 /// The first GPU, with the embedded kernels loaded.
 pub struct Runtime {
@@ -68,6 +72,49 @@ impl Runtime {
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
             .map_err(CudaError::driver("read the clock rate"))?;
         Ok(khz as u32 / 1000)
+    }
+
+    /// Memory-synchronization domains the GPU has (4 on Hopper, 1 before).
+    pub fn domain_count(&self) -> Result<u32, CudaError> {
+        let count = self
+            .context
+            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT)
+            .map_err(CudaError::driver("read the memory-sync domain count"))?;
+        Ok(count as u32)
+    }
+
+    /// A new stream, for work that must run beside the default stream's.
+    pub fn new_stream(&self) -> Result<Stream, CudaError> {
+        let inner = self
+            .context
+            .new_stream()
+            .map_err(CudaError::driver("create a stream"))?;
+        Ok(Stream { inner })
+    }
+
+    /// The default stream.
+    pub fn default_stream(&self) -> Stream {
+        Stream {
+            inner: self.stream.clone(),
+        }
+    }
+
+    /// `words` zeroed words of pinned host memory mapped into the GPU.
+    pub fn mapped(&self, words: usize) -> Result<MappedBuffer<'_>, CudaError> {
+        MappedBuffer::new(self, words)
+    }
+
+    /// The device address of `slice` (for [`KernelParams`]).
+    pub fn address<T>(&self, slice: &CudaSlice<T>) -> sys::CUdeviceptr {
+        let (address, _sync) = slice.device_ptr(&self.stream);
+        address
+    }
+
+    /// Makes the context current on this thread (raw driver calls need it).
+    fn bind(&self) -> Result<(), CudaError> {
+        self.context
+            .bind_to_thread()
+            .map_err(CudaError::driver("bind the context"))
     }
 
     /// A kernel of the embedded module.
@@ -129,6 +176,24 @@ impl Runtime {
         self.stream
             .synchronize()
             .map_err(CudaError::driver("synchronize the stream"))
+    }
+}
+
+/// A CUDA stream: work on different streams may run concurrently.
+pub struct Stream {
+    inner: Arc<CudaStream>,
+}
+
+impl Stream {
+    /// Waits for the stream's work; a kernel fault shows up here.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.inner
+            .synchronize()
+            .map_err(CudaError::driver("synchronize a stream"))
+    }
+
+    fn raw(&self) -> sys::CUstream {
+        self.inner.cu_stream()
     }
 }
 
