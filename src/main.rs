@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use report::cli::{self, Command, Options};
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{gpu, host, output};
+use report::{domains, gpu, host, output};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -55,11 +55,19 @@ fn run(options: Options) -> io::Result<()> {
         out.flush()?;
     }
 
-    let gpu_steps = if runtime.is_some() { gpu::steps() } else { 0 };
+    let gpu_steps = if runtime.is_some() {
+        gpu::steps() + domains::steps()
+    } else {
+        0
+    };
     let mut progress = Progress::new(host::steps() + gpu_steps, !options.quick);
     let mut rows = host::measure(plan, &mut progress);
     if let Some(runtime) = &runtime {
-        match gpu::measure(runtime, plan, &mut progress) {
+        let gpu_rows = gpu::measure(runtime, plan, &mut progress).and_then(|mut gpu_rows| {
+            gpu_rows.extend(domains::measure(runtime, plan, &mut progress)?);
+            Ok(gpu_rows)
+        });
+        match gpu_rows {
             Ok(gpu_rows) => rows.extend(gpu_rows),
             Err(error) => eprintln!("scoped-sync: the GPU section failed: {error}"),
         }

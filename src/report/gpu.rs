@@ -33,10 +33,13 @@ pub fn open() -> (String, Option<Runtime>) {
             let clock = runtime
                 .clock_mhz()
                 .map_or_else(|_| "?".to_owned(), |mhz| mhz.to_string());
-            (
-                format!("GPU: {name}, {sms} SMs, SM clock {clock} MHz"),
-                Some(runtime),
-            )
+            let domains = runtime
+                .domain_count()
+                .map_or_else(|_| "?".to_owned(), |n| n.to_string());
+            let line = format!(
+                "GPU: {name}, {sms} SMs, SM clock {clock} MHz, {domains} memory-sync domains"
+            );
+            (line, Some(runtime))
         }
         Err(CudaError::NoDriver) => ("GPU: none (no CUDA driver found)".to_owned(), None),
         Err(other) => (format!("GPU: not measured ({other})"), None),

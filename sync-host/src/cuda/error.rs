@@ -19,6 +19,8 @@ pub enum CudaError {
         /// The driver's error, e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`.
         error: cudarc::driver::DriverError,
     },
+    /// A benchmark's precondition did not hold (e.g. two kernels did not overlap).
+    Measurement(&'static str),
     /// A cooperative launch asked for more blocks than can be co-resident, which would
     /// deadlock a grid-wide barrier.
     GridTooLarge {
@@ -43,6 +45,7 @@ impl fmt::Display for CudaError {
             Self::NoDriver => f.write_str("no CUDA driver (libcuda) found on this machine"),
             Self::Ptx(missing) => missing.fmt(f),
             Self::Driver { operation, error } => write!(f, "{operation}: {error}"),
+            Self::Measurement(what) => write!(f, "measurement invalid: {what}"),
             Self::GridTooLarge { requested, max } => write!(
                 f,
                 "cooperative launch of {requested} blocks refused: at most {max} blocks can be co-resident on this GPU (a grid-wide barrier would deadlock)"

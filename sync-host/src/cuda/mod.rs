@@ -192,6 +192,23 @@ impl Stream {
             .map_err(CudaError::driver("synchronize a stream"))
     }
 
+    /// Whether work queued on the stream is still running (`cuStreamQuery`).
+    pub fn is_busy(&self) -> Result<bool, CudaError> {
+        self.inner
+            .context()
+            .bind_to_thread()
+            .map_err(CudaError::driver("bind the context"))?;
+        // SAFETY: queries a live stream of this context.
+        match unsafe { sys::cuStreamQuery(self.raw()) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(false),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(true),
+            other => other
+                .result()
+                .map(|()| false)
+                .map_err(CudaError::driver("query a stream")),
+        }
+    }
+
     fn raw(&self) -> sys::CUstream {
         self.inner.cu_stream()
     }
