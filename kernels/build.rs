@@ -14,9 +14,10 @@ const SCOPES: [(&str, &str); 5] = [
     ("System", "system"),
 ];
 const WIDTHS: [&str; 2] = ["u32", "u64"];
-const RMW: [&str; 7] = [
+const RMW: [&str; 8] = [
     "swap",
     "fetch_add",
+    "fetch_sub",
     "fetch_and",
     "fetch_or",
     "fetch_xor",

@@ -150,9 +150,8 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     }
     #[inline(always)]
     fn fetch_sub(word: &Word, value: u32, order: Ordering) -> u32 {
-        // PTX has no atom.sub: add the two's complement.
         // SAFETY: as above.
-        unsafe { S::fetch_add_u32(word.as_ptr(), value.wrapping_neg(), order) }
+        unsafe { S::fetch_sub_u32(word.as_ptr(), value, order) }
     }
     #[inline(always)]
     fn fence(order: Ordering) {

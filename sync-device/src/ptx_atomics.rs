@@ -49,6 +49,19 @@ pub unsafe trait PtxScope: Scope {
     unsafe fn fetch_add_u32(ptr: *mut u32, value: u32, order: Ordering) -> u32;
     /// Wrapping add on a 64-bit word.
     unsafe fn fetch_add_u64(ptr: *mut u64, value: u64, order: Ordering) -> u64;
+    /// Wrapping subtract. PTX has no `atom.sub`: this is `atom.add` of the two's
+    /// complement, the same instruction with a negated operand.
+    #[inline(always)]
+    unsafe fn fetch_sub_u32(ptr: *mut u32, value: u32, order: Ordering) -> u32 {
+        // SAFETY: forwarded contract.
+        unsafe { Self::fetch_add_u32(ptr, value.wrapping_neg(), order) }
+    }
+    /// Wrapping subtract on a 64-bit word.
+    #[inline(always)]
+    unsafe fn fetch_sub_u64(ptr: *mut u64, value: u64, order: Ordering) -> u64 {
+        // SAFETY: forwarded contract.
+        unsafe { Self::fetch_add_u64(ptr, value.wrapping_neg(), order) }
+    }
     /// Bitwise and.
     unsafe fn fetch_and_u32(ptr: *mut u32, value: u32, order: Ordering) -> u32;
     /// Bitwise and on a 64-bit word.
