@@ -132,6 +132,7 @@ fn all_probes() -> Vec<(String, Vec<String>)> {
                 "swap",
                 "cas",
                 "fetch_add",
+                "fetch_sub",
                 "fetch_and",
                 "fetch_or",
                 "fetch_xor",
