@@ -175,3 +175,23 @@ fn remote_domain_kernel_writes_mapped_host_memory() {
         "every word holds the last round"
     );
 }
+
+#[test]
+fn stream_domain_map_is_set_and_read_back() {
+    let Some(gpu) = runtime() else { return };
+    let stream = gpu.new_stream().unwrap();
+    let last = u8::try_from(gpu.domain_count().unwrap() - 1).unwrap();
+    stream.set_domain_map(last, 0).unwrap();
+    assert_eq!(stream.domain_map().unwrap(), (last, 0));
+    // A default-domain launch on the remapped stream still runs.
+    let kernel = gpu.kernel("stream_writes").unwrap();
+    let out = gpu.zeros::<u32>(64).unwrap();
+    let params = KernelParams::default()
+        .pointer(gpu.address(&out))
+        .u32(64)
+        .u32(2);
+    // SAFETY: (u32 pointer, u32, u32) is the kernel's signature; `out` outlives it.
+    unsafe { kernel.launch_ex(&stream, 1, 64, LaunchOptions::default(), params) }.unwrap();
+    stream.synchronize().unwrap();
+    assert!(gpu.download(&out).unwrap().iter().all(|&word| word == 2));
+}

@@ -192,6 +192,54 @@ impl Stream {
             .map_err(CudaError::driver("synchronize a stream"))
     }
 
+    /// Maps this stream's logical memory-synchronization domains to physical ones
+    /// (`default` for [`MemSyncDomain::Default`] launches, `remote` for
+    /// [`MemSyncDomain::Remote`]); below [`Runtime::domain_count`].
+    pub fn set_domain_map(&self, default: u8, remote: u8) -> Result<(), CudaError> {
+        self.bind()?;
+        // SAFETY: an all-zero attribute value is valid plain C data.
+        let mut value: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };
+        value.memSyncDomainMap.default_ = default;
+        value.memSyncDomainMap.remote = remote;
+        // SAFETY: a live stream of this context and a value that outlives the call.
+        unsafe {
+            sys::cuStreamSetAttribute(
+                self.raw(),
+                sys::CUstreamAttrID::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+                &value,
+            )
+        }
+        .result()
+        .map_err(CudaError::driver("set a stream's memory-sync domain map"))
+    }
+
+    /// This stream's domain map as `(default, remote)` physical domains.
+    pub fn domain_map(&self) -> Result<(u8, u8), CudaError> {
+        self.bind()?;
+        // SAFETY: as above; the driver fills the value.
+        let mut value: sys::CUstreamAttrValue = unsafe { std::mem::zeroed() };
+        // SAFETY: a live stream of this context and a value to fill.
+        unsafe {
+            sys::cuStreamGetAttribute(
+                self.raw(),
+                sys::CUstreamAttrID::CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP,
+                &mut value,
+            )
+        }
+        .result()
+        .map_err(CudaError::driver("read a stream's memory-sync domain map"))?;
+        // SAFETY: the driver wrote the domain-map member of the union.
+        let map = unsafe { value.memSyncDomainMap };
+        Ok((map.default_, map.remote))
+    }
+
+    fn bind(&self) -> Result<(), CudaError> {
+        self.inner
+            .context()
+            .bind_to_thread()
+            .map_err(CudaError::driver("bind the context"))
+    }
+
     /// Whether work queued on the stream is still running (`cuStreamQuery`).
     pub fn is_busy(&self) -> Result<bool, CudaError> {
         self.inner
