@@ -7,6 +7,7 @@
 #   # copy DIR to the GPU host, then there:
 #   bash DIR/run.sh                       # the GPU tests
 #   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc)
+#   DIR/bench-gpu --bench                 # the criterion GPU benches
 #
 # The runner runs every test twice: as is, and serialized under
 # CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1.
@@ -29,6 +30,17 @@ for line in sys.stdin:
     strip "$out/$name"
 done
 
+cargo bench --locked --no-run --bench gpu --message-format=json 2>/dev/null \
+    | python3 -c '
+import json, sys
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("reason") == "compiler-artifact" and message.get("executable") and message["target"]["kind"] == ["bench"]:
+        print(message["executable"])
+' | while read -r executable; do
+    cp "$executable" "$out/bench-gpu"
+    strip "$out/bench-gpu"
+done
 cargo build --release --locked --bin scoped-sync
 cp target/release/scoped-sync "$out/scoped-sync"
 strip "$out/scoped-sync"
@@ -44,7 +56,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in ./run.sh | ./compare.sh | ./scoped-sync | *.cu) continue ;; esac
+    case "$test" in ./run.sh | ./compare.sh | ./scoped-sync | ./bench-gpu | *.cu) continue ;; esac
     [[ -x "$test" ]] || continue
     echo "== $test"
     "$test" --test-threads=1 || status=1

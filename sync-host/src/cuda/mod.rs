@@ -126,6 +126,7 @@ impl Runtime {
         Ok(Kernel {
             runtime: self,
             function,
+            name: name.to_owned(),
         })
     }
 
@@ -281,9 +282,15 @@ unsafe impl<const MAX: u32> DeviceObject for crate::CountingSemaphore<MAX> {}
 pub struct Kernel<'a> {
     runtime: &'a Runtime,
     function: CudaFunction,
+    name: String,
 }
 
 impl Kernel<'_> {
+    /// The kernel's name in the PTX module.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// Blocks of `block_threads` threads that fit on the GPU at once (occupancy per SM
     /// × SM count): the most a cooperative launch may ask for.
     pub fn max_coresident_blocks(&self, block_threads: u32) -> Result<u32, CudaError> {

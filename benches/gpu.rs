@@ -1,0 +1,108 @@
+//! Criterion benches of per-scope GPU costs: dependent atomic chains and store+fence
+//! loops per scope (timed inside the kernel with `%clock64`, so launch overhead is not
+//! counted), and contended relaxed device-scope atomics (all threads, one word).
+//! Without a CUDA driver it prints "skipped: no CUDA driver" and measures nothing.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
+
+/// Longest chain one launch runs; criterion's iteration counts are split into launches.
+const MAX_CHAIN: u64 = 1 << 20;
+
+fn runtime() -> Option<Runtime> {
+    match Runtime::open() {
+        Ok(runtime) => Some(runtime),
+        Err(CudaError::NoDriver) => {
+            eprintln!("skipped: no CUDA driver");
+            None
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+    }
+}
+
+/// The time of `iterations` chained operations of `kernel` (a cost kernel), from the
+/// kernel's own cycle count.
+fn chained(gpu: &Runtime, kernel: &str, iterations: u64) -> Duration {
+    let kernel = gpu.kernel(kernel).expect("cost kernel");
+    let clock_hz = f64::from(gpu.clock_mhz().expect("clock")) * 1e6;
+    let words = gpu.zeros::<u32>(2).expect("words");
+    let cycles = gpu.zeros::<u64>(1).expect("cycles");
+    let chain = kernel_is_chain(&kernel);
+    let mut total = 0.0;
+    let mut left = iterations;
+    while left > 0 {
+        let n = u32::try_from(left.min(MAX_CHAIN)).expect("fits");
+        // SAFETY: chains take (u32 pointer, u32, u64 pointer), fences (u32, u64
+        // pointer, u32 pointer), as pushed.
+        unsafe {
+            kernel.launch(1, 1, |args| {
+                if chain {
+                    args.arg(&words).arg(&n).arg(&cycles);
+                } else {
+                    args.arg(&n).arg(&cycles).arg(&words);
+                }
+            })
+        }
+        .expect("launch");
+        total += gpu.download(&cycles).expect("cycles")[0] as f64 / clock_hz;
+        left -= u64::from(n);
+    }
+    Duration::from_secs_f64(total)
+}
+
+fn kernel_is_chain(kernel: &scoped_sync::cuda::Kernel<'_>) -> bool {
+    kernel.name().contains("chain")
+}
+
+fn per_scope(c: &mut Criterion) {
+    let Some(gpu) = runtime() else { return };
+    for (group_name, prefix) in [
+        ("gpu atomic fetch_add acq_rel chain", "cost_atomic_chain_"),
+        ("gpu store + seq_cst fence", "cost_fence_"),
+    ] {
+        let mut group = c.benchmark_group(group_name);
+        group
+            .measurement_time(Duration::from_secs(2))
+            .sample_size(20);
+        for scope in ["block", "device", "system"] {
+            let kernel = format!("{prefix}{scope}");
+            group.bench_function(BenchmarkId::from_parameter(scope), |b| {
+                b.iter_custom(|iterations| chained(&gpu, &kernel, iterations));
+            });
+        }
+        group.finish();
+    }
+}
+
+fn contended(c: &mut Criterion) {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("fetch_add_device").expect("kernel");
+    let (grid, block, per_thread) = (gpu.sm_count().expect("SMs"), 1024_u32, 100_u32);
+    let counter = gpu.zeros::<u32>(1).expect("counter");
+    let mut group = c.benchmark_group("gpu contended relaxed fetch_add, one word, device scope");
+    group.throughput(Throughput::Elements(u64::from(grid * block * per_thread)));
+    group
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(20);
+    group.bench_function(
+        BenchmarkId::new("all threads", format!("{grid}x{block}")),
+        |b| {
+            b.iter(|| {
+                // SAFETY: (u32 pointer, u32) is the kernel's signature.
+                unsafe {
+                    kernel.launch(grid, block, |args| {
+                        args.arg(&counter).arg(&per_thread);
+                    })
+                }
+                .expect("launch");
+                gpu.synchronize().expect("synchronize");
+            });
+        },
+    );
+    group.finish();
+}
+
+criterion_group!(benches, per_scope, contended);
+criterion_main!(benches);
