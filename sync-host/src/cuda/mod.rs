@@ -58,29 +58,40 @@ impl Runtime {
 
     /// Number of streaming multiprocessors.
     pub fn sm_count(&self) -> Result<u32, CudaError> {
-        let count = self
-            .context
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
-            .map_err(CudaError::driver("read the SM count"))?;
-        Ok(count as u32)
+        self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "read the SM count",
+        )
     }
 
     /// The SM clock rate the driver reports, in MHz (`%clock64` ticks at it).
     pub fn clock_mhz(&self) -> Result<u32, CudaError> {
-        let khz = self
-            .context
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
-            .map_err(CudaError::driver("read the clock rate"))?;
-        Ok(khz as u32 / 1000)
+        let khz = self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+            "read the clock rate",
+        )?;
+        Ok(khz / 1000)
     }
 
     /// Memory-synchronization domains the GPU has (4 on Hopper, 1 before).
     pub fn domain_count(&self) -> Result<u32, CudaError> {
-        let count = self
+        self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT,
+            "read the memory-sync domain count",
+        )
+    }
+
+    /// A non-negative device attribute.
+    fn attribute(
+        &self,
+        attribute: sys::CUdevice_attribute,
+        operation: &'static str,
+    ) -> Result<u32, CudaError> {
+        let value = self
             .context
-            .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT)
-            .map_err(CudaError::driver("read the memory-sync domain count"))?;
-        Ok(count as u32)
+            .attribute(attribute)
+            .map_err(CudaError::driver(operation))?;
+        Ok(u32::try_from(value).unwrap_or(0))
     }
 
     /// A new stream, for work that must run beside the default stream's.
@@ -312,16 +323,8 @@ impl Kernel<'_> {
         block: u32,
         args: impl FnOnce(&mut LaunchArgs<'a>),
     ) -> Result<(), CudaError> {
-        let mut builder = self.runtime.stream.launch_builder(&self.function);
-        args(&mut builder);
-        let config = LaunchConfig {
-            grid_dim: (grid, 1, 1),
-            block_dim: (block, 1, 1),
-            shared_mem_bytes: 0,
-        };
         // SAFETY: the caller vouches for the arguments.
-        unsafe { builder.launch(config) }.map_err(CudaError::driver("launch a kernel"))?;
-        Ok(())
+        unsafe { self.launch_with(grid, block, false, args) }
     }
 
     /// A cooperative launch: every block co-resident, so grid-wide barriers are safe.
@@ -344,6 +347,23 @@ impl Kernel<'_> {
                 max,
             });
         }
+        // SAFETY: the caller vouches for the arguments.
+        unsafe { self.launch_with(grid, block, true, args) }
+    }
+
+    /// The one launch path of [`launch`](Self::launch) and
+    /// [`launch_cooperative`](Self::launch_cooperative).
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch).
+    unsafe fn launch_with<'a>(
+        &'a self,
+        grid: u32,
+        block: u32,
+        cooperative: bool,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
         let mut builder = self.runtime.stream.launch_builder(&self.function);
         args(&mut builder);
         let config = LaunchConfig {
@@ -352,8 +372,14 @@ impl Kernel<'_> {
             shared_mem_bytes: 0,
         };
         // SAFETY: the caller vouches for the arguments.
-        unsafe { builder.launch_cooperative(config) }
-            .map_err(CudaError::driver("launch a cooperative kernel"))?;
+        let launched = unsafe {
+            if cooperative {
+                builder.launch_cooperative(config)
+            } else {
+                builder.launch(config)
+            }
+        };
+        launched.map_err(CudaError::driver("launch a kernel"))?;
         Ok(())
     }
 }
