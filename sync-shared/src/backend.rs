@@ -87,4 +87,67 @@ pub unsafe trait Backend<S: Scope>: 'static {
 
     /// An identifier of the calling thread, distinct among live threads.
     fn thread_id() -> usize;
+
+    /// Whether a parked thread needs a `wake_*` call to notice a change of its word.
+    /// `false` for backends whose `park` polls the word (the GPU): the algorithms then
+    /// skip the bookkeeping that exists only to decide whether to wake anyone.
+    const PARK_NEEDS_WAKE: bool = true;
+
+    /// Whether the panicking forms of arrivals, count-downs and releases use one
+    /// unconditional `fetch_sub`/`fetch_add` and check the precondition on the value it
+    /// returns, instead of a compare-and-swap loop that checks before changing the word.
+    /// `true` where a contended compare-and-swap costs a memory round trip per retry
+    /// (the GPU: 132 blocks arriving at one word would retry for tens of microseconds)
+    /// and where a broken precondition ends the program anyway (a device panic traps
+    /// the kernel), so the object it changed is never used again. The `try_` forms
+    /// always check first and leave the object unchanged.
+    const UNCHECKED_FAST_PATHS: bool = false;
+
+    /// Groups the calling thread with the threads that call `combine` on the same
+    /// `word` at the same moment and in lockstep (a GPU warp's converged lanes) with the
+    /// same `n`, so that one read-modify-write of the group's total can stand for all of
+    /// them. A backend that groups threads orders every member's earlier memory
+    /// accesses before the leader's read-modify-write, as a barrier among them would.
+    /// The default groups nobody: every thread is alone.
+    #[inline(always)]
+    fn combine(_word: &Word, n: u32) -> Combined {
+        Combined::alone(n)
+    }
+
+    /// Every member of `group` gets the value its leader passes (the other members'
+    /// arguments are ignored), with the members' memory accesses ordered around it as by
+    /// a barrier among them. Only called by every member of a group of more than one.
+    #[inline(always)]
+    fn broadcast(_group: &Combined, value: u64) -> u64 {
+        value
+    }
+}
+
+/// A group of threads that [`Backend::combine`] formed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Combined {
+    /// The sum of the members' `n`.
+    pub total: u32,
+    /// The sum of the `n` of the members ordered before this thread; 0 for the leader.
+    pub before: u32,
+    /// Backend data naming the members (a lane mask on the GPU).
+    pub members: u32,
+}
+
+impl Combined {
+    /// A group of one thread.
+    #[inline(always)]
+    pub const fn alone(n: u32) -> Self {
+        Self {
+            total: n,
+            before: 0,
+            members: 0,
+        }
+    }
+
+    /// Whether the group is the calling thread alone.
+    #[inline(always)]
+    pub const fn is_alone(&self) -> bool {
+        self.before == 0 && self.members.count_ones() <= 1
+    }
 }

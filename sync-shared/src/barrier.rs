@@ -10,6 +10,8 @@
 //! in the flipped parity and the next phase's count in one store, and wakes sleepers if
 //! the bit was set. Arrivals that find the count at zero (the completion is running)
 //! wait for that swap, so early arrivals for the next phase are counted in it.
+//! Arrivals that a backend can combine (a GPU warp's lanes arriving together) take
+//! their total in one compare-and-swap.
 //!
 //! # Memory ordering
 //!
@@ -31,6 +33,7 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::stop_token::StopToken;
+use crate::update::combined_take;
 use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
 /// Parity of the current phase; flips when a phase completes.
@@ -42,6 +45,9 @@ const REMAINING: u32 = SLEEPERS - 1;
 
 /// What runs once per phase, after the last arrival and before any waiter is released.
 pub trait Completion {
+    /// `true` only for [`NoCompletion`]: lets a barrier skip the completion step.
+    const IS_NONE: bool = false;
+
     /// Runs the completion step.
     fn on_phase_complete(&mut self);
 }
@@ -51,6 +57,8 @@ pub trait Completion {
 pub struct NoCompletion;
 
 impl Completion for NoCompletion {
+    const IS_NONE: bool = true;
+
     #[inline]
     fn on_phase_complete(&mut self) {}
 }
@@ -209,14 +217,49 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// # Panics
     ///
     /// If `n == 0` or `n` exceeds the arrivals the current phase still expects. The
-    /// barrier is left unchanged.
+    /// barrier is left unchanged, except on backends with
+    /// [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS) (the GPU, where the
+    /// panic traps the kernel), which also count an arrival while the completion step
+    /// runs as one too many.
     #[inline]
     #[track_caller]
     pub fn arrive(&self, n: u32) -> ArrivalToken {
-        match self.try_arrive(n) {
+        let arrival = if B::UNCHECKED_FAST_PATHS {
+            self.arrive_unchecked(n)
+        } else {
+            self.try_arrive(n)
+        };
+        match arrival {
             Ok(token) => token,
             Err(error) => violated(error),
         }
+    }
+
+    /// `arrive` as one `fetch_sub` (see `Backend::UNCHECKED_FAST_PATHS`): a broken
+    /// precondition is found after the word changed, and the caller panics.
+    #[inline]
+    fn arrive_unchecked(&self, n: u32) -> Result<ArrivalToken, UsageError> {
+        const OPERATION: &str = "Barrier::arrive";
+        if n == 0 {
+            return Err(UsageError::new(OPERATION, UsageErrorKind::ZeroArrival));
+        }
+        let before = combined_take::<S, B, _>(&self.state, n, |n| {
+            let before = B::fetch_sub(&self.state, n, Ordering::AcqRel);
+            let remaining = before & REMAINING;
+            if n > remaining {
+                violated(UsageError::new(
+                    OPERATION,
+                    UsageErrorKind::ArrivalExceedsRemaining { n, remaining },
+                ));
+            }
+            Ok::<u32, UsageError>(before)
+        })?;
+        if before & REMAINING == n {
+            self.complete_phase(before);
+        }
+        Ok(ArrivalToken {
+            parity: before & PARITY != 0,
+        })
     }
 
     /// Like [`arrive`](Self::arrive), but returns an error instead of panicking.
@@ -229,6 +272,17 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         if n == 0 {
             return Err(UsageError::new(operation, UsageErrorKind::ZeroArrival));
         }
+        let before = combined_take::<S, B, _>(&self.state, n, |n| self.take(operation, n))?;
+        if before & REMAINING == n {
+            self.complete_phase(before);
+        }
+        Ok(ArrivalToken {
+            parity: before & PARITY != 0,
+        })
+    }
+
+    /// Takes `n` arrivals from the phase collecting them; returns the state before.
+    fn take(&self, operation: &'static str, n: u32) -> Result<u32, UsageError> {
         let mut current = B::load(&self.state, Ordering::Relaxed);
         loop {
             let remaining = current & REMAINING;
@@ -249,16 +303,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
                 Ordering::AcqRel,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => break,
+                Ok(_) => return Ok(current),
                 Err(actual) => current = actual,
             }
         }
-        if current & REMAINING == n {
-            self.complete_phase(current);
-        }
-        Ok(ArrivalToken {
-            parity: current & PARITY != 0,
-        })
     }
 
     /// The completion step of a phase is running (`remaining == 0` in `current`):

@@ -23,7 +23,7 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::stop_token::StopToken;
-use crate::update::update;
+use crate::update::{combined_take, update};
 use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
 /// At least one thread may be parked on the word.
@@ -104,8 +104,32 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     #[inline]
     #[track_caller]
     pub fn count_down(&self, n: u32) {
-        if let Err(error) = self.try_count_down(n) {
+        if B::UNCHECKED_FAST_PATHS {
+            self.count_down_unchecked(n);
+        } else if let Err(error) = self.try_count_down(n) {
             violated(error)
+        }
+    }
+
+    /// `count_down` as one `fetch_sub` (see `Backend::UNCHECKED_FAST_PATHS`).
+    #[inline]
+    fn count_down_unchecked(&self, n: u32) {
+        let previous = combined_take::<S, B, _>(&self.state, n, |n| {
+            let previous = B::fetch_sub(&self.state, n, Ordering::Release);
+            let count = previous & COUNT;
+            if n > count {
+                violated(UsageError::new(
+                    "Latch::count_down",
+                    UsageErrorKind::CountDownExceedsCount { n, count },
+                ));
+            }
+            Ok::<u32, UsageError>(previous)
+        });
+        // Reaching zero leaves the sleepers bit set here; waiters test the count only.
+        if let Ok(previous) = previous {
+            if previous & COUNT == n && previous & SLEEPERS != 0 {
+                B::wake_all(&self.state);
+            }
         }
     }
 
@@ -116,16 +140,18 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     }
 
     fn count_down_as(&self, operation: &'static str, n: u32) -> Result<(), UsageError> {
-        let previous = update::<S, B, _>(&self.state, Ordering::Release, |current| {
-            let count = current & COUNT;
-            if n > count {
-                return Err(UsageError::new(
-                    operation,
-                    UsageErrorKind::CountDownExceedsCount { n, count },
-                ));
-            }
-            // Reaching zero clears the sleepers bit: nobody needs waking after this.
-            Ok(if count == n { 0 } else { current - n })
+        let previous = combined_take::<S, B, _>(&self.state, n, |n| {
+            update::<S, B, _>(&self.state, Ordering::Release, |current| {
+                let count = current & COUNT;
+                if n > count {
+                    return Err(UsageError::new(
+                        operation,
+                        UsageErrorKind::CountDownExceedsCount { n, count },
+                    ));
+                }
+                // Reaching zero clears the sleepers bit: nobody needs waking after this.
+                Ok(if count == n { 0 } else { current - n })
+            })
         })?;
         if previous & COUNT == n && previous & SLEEPERS != 0 {
             B::wake_all(&self.state);

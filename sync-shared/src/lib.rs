@@ -27,7 +27,7 @@ pub mod stop_token;
 mod update;
 mod wait;
 
-pub use backend::{Backend, Word};
+pub use backend::{Backend, Combined, Word};
 pub use barrier::{ArrivalToken, Barrier, Completion, NoCompletion};
 pub use error::{Stopped, UsageError, UsageErrorKind};
 pub use fair_semaphore::FairSemaphore;

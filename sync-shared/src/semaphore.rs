@@ -18,7 +18,8 @@
 //! waiter count then reads the counter, the releaser writes the counter then reads the
 //! waiter count — so all four accesses are sequentially consistent: at least one side
 //! sees the other, and a release never misses a thread about to park. (On x86-64 the
-//! sequentially consistent loads are plain loads.)
+//! sequentially consistent loads are plain loads.) A backend whose parked threads poll
+//! (`PARK_NEEDS_WAKE == false`, the GPU) skips the waiter count and its handshake.
 
 use core::fmt;
 use core::marker::PhantomData;
@@ -131,7 +132,16 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     #[inline]
     #[track_caller]
     pub fn release(&self, n: u32) {
-        if let Err(error) = self.try_release(n) {
+        if B::UNCHECKED_FAST_PATHS && !B::PARK_NEEDS_WAKE {
+            // One fetch_add (see `Backend::UNCHECKED_FAST_PATHS`), checked afterwards.
+            let count = B::fetch_add(&self.count, n, Ordering::Release);
+            if n > MAX - count.min(MAX) {
+                violated(UsageError::new(
+                    "CountingSemaphore::release",
+                    UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
+                ));
+            }
+        } else if let Err(error) = self.try_release(n) {
             violated(error)
         }
     }
@@ -139,7 +149,13 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     /// Like [`release`](Self::release), but returns an error instead of panicking.
     #[inline]
     pub fn try_release(&self, n: u32) -> Result<(), UsageError> {
-        update::<S, B, _>(&self.count, Ordering::SeqCst, |count| {
+        // Sequentially consistent only for the waiter handshake below.
+        let order = if B::PARK_NEEDS_WAKE {
+            Ordering::SeqCst
+        } else {
+            Ordering::Release
+        };
+        update::<S, B, _>(&self.count, order, |count| {
             if n > MAX - count {
                 return Err(UsageError::new(
                     "CountingSemaphore::release",
@@ -148,7 +164,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
             }
             Ok(count + n)
         })?;
-        if B::load(&self.waiters, Ordering::SeqCst) != 0 {
+        if B::PARK_NEEDS_WAKE && B::load(&self.waiters, Ordering::SeqCst) != 0 {
             self.wake(n);
         }
         Ok(())
@@ -201,6 +217,25 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         self.acquire_slow(&Limits::stop(stop)).map_err(|_| Stopped)
     }
 
+    /// Takes a unit starting from `count`, a positive value just loaded: one
+    /// compare-and-swap when nobody raced, without loading the word again.
+    #[inline]
+    fn take_from(&self, mut count: u32) -> bool {
+        while count > 0 {
+            match B::compare_exchange(
+                &self.count,
+                count,
+                count - 1,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(actual) => count = actual,
+            }
+        }
+        false
+    }
+
     #[cold]
     fn acquire_slow(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
         let mut round = 0;
@@ -213,23 +248,31 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
                 break;
             }
         }
-        B::fetch_add(&self.waiters, 1, Ordering::SeqCst);
+        // The load that decides to park is the second half of the waiter handshake.
+        let waiter_order = if B::PARK_NEEDS_WAKE {
+            B::fetch_add(&self.waiters, 1, Ordering::SeqCst);
+            Ordering::SeqCst
+        } else {
+            Ordering::Relaxed
+        };
         let result = loop {
             let positive = wait_until(
                 &self.count,
-                Ordering::SeqCst,
+                waiter_order,
                 limits,
                 Spin::Done,
                 |count| count > 0,
                 Some,
             );
             match positive {
-                Ok(_) if self.try_acquire() => break Ok(()),
+                Ok(count) if self.take_from(count) => break Ok(()),
                 Ok(_) => continue,
                 Err(interrupted) => break Err(interrupted),
             }
         };
-        B::fetch_sub(&self.waiters, 1, Ordering::Relaxed);
+        if B::PARK_NEEDS_WAKE {
+            B::fetch_sub(&self.waiters, 1, Ordering::Relaxed);
+        }
         result
     }
 }

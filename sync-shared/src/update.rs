@@ -22,3 +22,37 @@ pub(crate) fn update<S: Scope, B: Backend<S>, E>(
         }
     }
 }
+
+/// The leader's update failed: every member retries alone.
+const GROUP_FAILED: u64 = u64::MAX;
+
+/// Runs `apply(n)` — a read-modify-write that takes `n` from a count in `word` and
+/// returns the value it replaced — for the calling thread, combined with the threads
+/// the backend groups with it (see [`Backend::combine`]): the group's leader applies
+/// the group's total once, and each member gets the value it would have replaced had
+/// the members run one after another (the leader's value minus the `n` of the members
+/// before it). So a warp's arrivals cost one atomic, not 32.
+///
+/// If the combined update fails (the total exceeds what the count allows), every
+/// member runs `apply(n)` alone, so an error reaches exactly the threads whose own
+/// update breaks the precondition.
+#[inline]
+pub(crate) fn combined_take<S: Scope, B: Backend<S>, E>(
+    word: &Word,
+    n: u32,
+    apply: impl Fn(u32) -> Result<u32, E>,
+) -> Result<u32, E> {
+    let group = B::combine(word, n);
+    if group.is_alone() {
+        return apply(n);
+    }
+    let led = if group.before == 0 {
+        apply(group.total).map_or(GROUP_FAILED, u64::from)
+    } else {
+        0
+    };
+    match B::broadcast(&group, led) {
+        GROUP_FAILED => apply(n),
+        previous => Ok(previous as u32 - group.before),
+    }
+}

@@ -97,7 +97,7 @@ pub(crate) fn announce_with_flag<S: Scope, B: Backend<S>>(
     value: u32,
     flag: u32,
 ) -> Option<u32> {
-    if value & flag != 0 {
+    if value & flag != 0 || !B::PARK_NEEDS_WAKE {
         return Some(value);
     }
     B::compare_exchange(
