@@ -3,9 +3,11 @@
 use core::arch::asm;
 use core::time::Duration;
 
-use sync_shared::{Backend, Ordering, Word};
+use sync_shared::{Backend, Combined, Ordering, Word};
 
+use crate::geometry::global_thread_index;
 use crate::ptx_atomics::PtxScope;
+use crate::warp;
 
 /// The device backend: inline-PTX scoped atomics; waits poll with `nanosleep` and a
 /// capped exponential backoff (a device thread has no operating system to park in, and
@@ -18,12 +20,12 @@ pub struct Gpu;
 pub struct GlobalTime(pub u64);
 
 /// Rounds of pure polling before the first sleep.
-const POLL_ROUNDS: u32 = 4;
+const POLL_ROUNDS: u32 = 8;
 /// First sleep, in nanoseconds; doubles each round.
 const FIRST_SLEEP_NS: u32 = 32;
 /// Longest sleep between polls, in nanoseconds (libcu++ waits grow to far longer and
 /// pay for it in wake-up latency).
-const MAX_SLEEP_NS: u32 = 4096;
+const MAX_SLEEP_NS: u32 = 1024;
 
 fn nanosleep(ns: u32) {
     // SAFETY: `nanosleep` only suspends the thread; it touches no memory.
@@ -45,69 +47,15 @@ fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
     }
 }
 
-macro_rules! sreg {
-    ($name:ident, $reg:literal) => {
-        fn $name() -> u32 {
-            let value: u32;
-            // SAFETY: reading a special register touches no memory.
-            unsafe { asm!(concat!("mov.u32 {v}, ", $reg, ";"), v = out(reg32) value, options(nomem, nostack, pure)) };
-            value
-        }
-    };
-}
-sreg!(tid_x, "%tid.x");
-sreg!(tid_y, "%tid.y");
-sreg!(tid_z, "%tid.z");
-sreg!(ntid_x, "%ntid.x");
-sreg!(ntid_y, "%ntid.y");
-sreg!(ntid_z, "%ntid.z");
-sreg!(ctaid_x, "%ctaid.x");
-sreg!(ctaid_y, "%ctaid.y");
-sreg!(ctaid_z, "%ctaid.z");
-sreg!(nctaid_x, "%nctaid.x");
-sreg!(nctaid_y, "%nctaid.y");
-sreg!(nctaid_z, "%nctaid.z");
-sreg!(cluster_ctarank, "%cluster_ctarank");
-sreg!(cluster_nctarank, "%cluster_nctarank");
-
-/// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
-/// asm block is a compiler barrier), so two readings bracket what lies between.
-pub fn clock64() -> u64 {
-    let cycles: u64;
-    // SAFETY: reading a special register touches no memory.
-    unsafe { asm!("mov.u64 {c}, %clock64;", c = out(reg64) cycles, options(nostack)) };
-    cycles
-}
-
-/// This block's rank in its thread-block cluster, and the cluster's block count
-/// (`(0, 1)` when the launch has no clusters). sm_90+.
-pub fn cluster_rank() -> (u32, u32) {
-    (cluster_ctarank(), cluster_nctarank())
-}
-
-/// This thread's index in the (1-D or 3-D) grid, counting blocks in x-y-z order.
-pub fn global_thread_index() -> u32 {
-    let block = (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x();
-    let block_size = ntid_x() * ntid_y() * ntid_z();
-    let thread = (tid_z() * ntid_y() + tid_y()) * ntid_x() + tid_x();
-    block * block_size + thread
-}
-
-/// Blocks in the grid.
-pub fn block_count() -> u32 {
-    nctaid_x() * nctaid_y() * nctaid_z()
-}
-
-/// Threads in the grid.
-pub fn global_thread_count() -> u32 {
-    ntid_x() * ntid_y() * ntid_z() * nctaid_x() * nctaid_y() * nctaid_z()
-}
-
 // SAFETY: every atomic is the `PtxScope` table's single PTX instruction at scope `S`
 // (or wider) with at least the requested ordering; `park` returns when the word
 // differs from `expected`, at the deadline, or after one backoff sleep (spuriously);
-// wakes are no-ops because parked threads poll; thread ids are linear grid indices
-// plus one, distinct among live threads of one grid.
+// wakes are no-ops because parked threads poll (hence `PARK_NEEDS_WAKE = false`); a
+// device panic traps the kernel (hence `UNCHECKED_FAST_PATHS`);
+// `combine` groups only lanes that execute it together on the same word with the same
+// `n`, passing them through `bar.warp.sync` (which orders their memory accesses) before
+// the leader's update, and `broadcast` syncs them again after it; thread ids are linear
+// grid indices plus one, distinct among live threads of one grid.
 unsafe impl<S: PtxScope> Backend<S> for Gpu {
     type Instant = GlobalTime;
 
@@ -195,6 +143,29 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     }
     fn wake_one(_word: &Word) {}
     fn wake_all(_word: &Word) {}
+
+    const PARK_NEEDS_WAKE: bool = false;
+    const UNCHECKED_FAST_PATHS: bool = true;
+
+    #[inline(always)]
+    fn combine(word: &Word, n: u32) -> Combined {
+        let (lanes, _leader) = warp::group_on(word.as_ptr().cast(), n);
+        if n.checked_mul(lanes.count_ones()).is_none() {
+            return Combined::alone(n);
+        }
+        Combined {
+            total: n * lanes.count_ones(),
+            before: n * (lanes & warp::lanes_below()).count_ones(),
+            members: lanes,
+        }
+    }
+
+    #[inline(always)]
+    fn broadcast(group: &Combined, value: u64) -> u64 {
+        let shared = warp::broadcast_u64(group.members, value, group.members.trailing_zeros());
+        warp::sync(group.members);
+        shared
+    }
 
     fn thread_id() -> usize {
         // Plus one: 0 never names a thread.

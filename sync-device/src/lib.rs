@@ -1,5 +1,17 @@
-//! The device (nvptx64) flavour of scoped-sync: the [`Gpu`] backend and the
-//! primitives at every scope.
+//! The device (nvptx64) flavour of scoped-sync: the [`Gpu`] backend, the primitives at
+//! every scope, and the hardware fast paths.
+//!
+//! | object | where | mechanism |
+//! |---|---|---|
+//! | [`BlockBarrier`] | whole block | `barrier.sync` (no memory) |
+//! | [`SharedBarrier`] | block scope, shared memory | hardware `mbarrier`, warp-combined arrivals |
+//! | [`ClusterBarrier`] | whole cluster | `barrier.cluster.arrive/wait` |
+//! | [`Grid`] | whole grid, cooperative launch only | one release reduction per block per phase |
+//! | [`Barrier`], [`Latch`], [`CountingSemaphore`], [`StopSource`] | any scope, shared or global memory | scoped PTX atomics, warp-combined arrivals; [`WholeBlock`] for one atomic per block |
+//!
+//! Block-shared variables are declared with [`shared!`]; cluster-scope objects in one
+//! block's shared memory are reached by the others with [`SharedSlot::init_cluster`] or
+//! [`map_to_block`].
 //!
 //! On host targets this crate is empty, so `cargo build` and `cargo test` of the
 //! workspace are unaffected; it is compiled to PTX by the kernel build
@@ -10,14 +22,48 @@
 pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread};
 
 #[cfg(target_arch = "nvptx64")]
+mod block_barrier;
+#[cfg(target_arch = "nvptx64")]
+mod cluster;
+#[cfg(target_arch = "nvptx64")]
+mod geometry;
+#[cfg(target_arch = "nvptx64")]
 mod gpu;
 #[cfg(target_arch = "nvptx64")]
+mod grid;
+#[cfg(target_arch = "nvptx64")]
 pub mod ptx_atomics;
+#[cfg(target_arch = "nvptx64")]
+mod shared;
+#[cfg(target_arch = "nvptx64")]
+mod shared_barrier;
+#[cfg(target_arch = "nvptx64")]
+pub mod warp;
+#[cfg(target_arch = "nvptx64")]
+mod whole_block;
 
 #[cfg(target_arch = "nvptx64")]
-pub use gpu::{
-    block_count, clock64, cluster_rank, global_thread_count, global_thread_index, GlobalTime, Gpu,
+pub use block_barrier::{sync_block, BlockBarrier};
+#[cfg(target_arch = "nvptx64")]
+pub use cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
+#[cfg(target_arch = "nvptx64")]
+pub use geometry::{
+    block_count, block_index, block_size, clock64, cluster_rank, global_thread_count,
+    global_thread_index, thread_in_block,
 };
+#[cfg(target_arch = "nvptx64")]
+pub use gpu::{GlobalTime, Gpu};
+#[cfg(target_arch = "nvptx64")]
+pub use grid::Grid;
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub use shared::shared_bytes;
+#[cfg(target_arch = "nvptx64")]
+pub use shared::{is_shared, SharedSlot};
+#[cfg(target_arch = "nvptx64")]
+pub use shared_barrier::{SharedBarrier, SharedToken};
+#[cfg(target_arch = "nvptx64")]
+pub use whole_block::WholeBlock;
 
 /// [`sync_shared::Barrier`] on CUDA threads (scope defaults to `Device`).
 #[cfg(target_arch = "nvptx64")]
@@ -29,6 +75,9 @@ pub type Latch<S = Device> = sync_shared::Latch<S, Gpu>;
 #[cfg(target_arch = "nvptx64")]
 pub type CountingSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
     sync_shared::CountingSemaphore<S, Gpu, MAX>;
+/// [`sync_shared::BinarySemaphore`] on CUDA threads.
+#[cfg(target_arch = "nvptx64")]
+pub type BinarySemaphore<S = Device> = sync_shared::BinarySemaphore<S, Gpu>;
 /// [`sync_shared::StopSource`] on CUDA threads.
 #[cfg(target_arch = "nvptx64")]
 pub type StopSource<S = System> = sync_shared::StopSource<S, Gpu>;

@@ -1,0 +1,77 @@
+//! Where the calling thread sits in the launch: block, grid, cluster and clock
+//! readings, from PTX special registers.
+
+use core::arch::asm;
+
+macro_rules! sreg {
+    ($name:ident, $reg:literal) => {
+        fn $name() -> u32 {
+            let value: u32;
+            // SAFETY: reading a special register touches no memory.
+            unsafe { asm!(concat!("mov.u32 {v}, ", $reg, ";"), v = out(reg32) value, options(nomem, nostack, pure)) };
+            value
+        }
+    };
+}
+sreg!(tid_x, "%tid.x");
+sreg!(tid_y, "%tid.y");
+sreg!(tid_z, "%tid.z");
+sreg!(ntid_x, "%ntid.x");
+sreg!(ntid_y, "%ntid.y");
+sreg!(ntid_z, "%ntid.z");
+sreg!(ctaid_x, "%ctaid.x");
+sreg!(ctaid_y, "%ctaid.y");
+sreg!(ctaid_z, "%ctaid.z");
+sreg!(nctaid_x, "%nctaid.x");
+sreg!(nctaid_y, "%nctaid.y");
+sreg!(nctaid_z, "%nctaid.z");
+sreg!(cluster_ctarank, "%cluster_ctarank");
+sreg!(cluster_nctarank, "%cluster_nctarank");
+
+/// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
+/// asm block is a compiler barrier), so two readings bracket what lies between.
+pub fn clock64() -> u64 {
+    let cycles: u64;
+    // SAFETY: reading a special register touches no memory.
+    unsafe { asm!("mov.u64 {c}, %clock64;", c = out(reg64) cycles, options(nostack)) };
+    cycles
+}
+
+/// This block's rank in its thread-block cluster, and the cluster's block count
+/// (`(0, 1)` when the launch has no clusters). sm_90+.
+pub fn cluster_rank() -> (u32, u32) {
+    (cluster_ctarank(), cluster_nctarank())
+}
+
+/// This thread's index in its block (x fastest, then y, then z).
+#[inline]
+pub fn thread_in_block() -> u32 {
+    (tid_z() * ntid_y() + tid_y()) * ntid_x() + tid_x()
+}
+
+/// Threads in a block.
+#[inline]
+pub fn block_size() -> u32 {
+    ntid_x() * ntid_y() * ntid_z()
+}
+
+/// This block's index in the grid (x fastest, then y, then z).
+#[inline]
+pub fn block_index() -> u32 {
+    (ctaid_z() * nctaid_y() + ctaid_y()) * nctaid_x() + ctaid_x()
+}
+
+/// This thread's index in the (1-D or 3-D) grid, counting blocks in x-y-z order.
+pub fn global_thread_index() -> u32 {
+    block_index() * block_size() + thread_in_block()
+}
+
+/// Blocks in the grid.
+pub fn block_count() -> u32 {
+    nctaid_x() * nctaid_y() * nctaid_z()
+}
+
+/// Threads in the grid.
+pub fn global_thread_count() -> u32 {
+    block_size() * block_count()
+}

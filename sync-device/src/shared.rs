@@ -1,0 +1,158 @@
+//! Block-shared memory: static `.shared` variables declared from Rust, and their
+//! one-time initialization by a block or a cluster.
+//!
+//! Rust has no `__shared__`: [`shared!`](crate::shared) declares the variable in the
+//! PTX module with `global_asm!` and hands back a [`SharedSlot`] holding the generic
+//! address of the calling block's instance. Each block (CTA) has its own instance.
+
+use core::marker::PhantomData;
+
+use crate::block_barrier::sync_block;
+use crate::cluster::{map_to_block, sync_cluster};
+use crate::geometry::{cluster_rank, thread_in_block};
+
+/// Declares an uninitialized block-shared variable of type `$ty` and evaluates to its
+/// [`SharedSlot`]. Each expansion site is one variable (so a loop reuses it); `$name`
+/// names it in the PTX module and must be unique in the kernel crate.
+///
+/// The kernel crate needs `#![feature(asm_experimental_arch)]`.
+///
+/// ```ignore
+/// let slot = sync_device::shared!(PHASES: SharedBarrier);
+/// // SAFETY: every thread of the block runs this once.
+/// let barrier = unsafe { SharedBarrier::init(&slot, sync_device::block_size()) };
+/// ```
+#[macro_export]
+macro_rules! shared {
+    ($name:ident : $ty:ty) => {{
+        ::core::arch::global_asm!(
+            concat!(".shared .align {align} .b8 scoped_sync_shared_", stringify!($name), "[{size}];"),
+            align = const ::core::mem::align_of::<$ty>(),
+            size = const $crate::shared_bytes(::core::mem::size_of::<$ty>()),
+        );
+        let address: u64;
+        // SAFETY: converts the shared-window address of the variable declared above to
+        // a generic address; touches no memory.
+        unsafe {
+            ::core::arch::asm!(
+                concat!("cvta.shared.u64 {a}, scoped_sync_shared_", stringify!($name), ";"),
+                a = out(reg64) address,
+                options(pure, nomem, nostack),
+            )
+        };
+        // SAFETY: the address is this block's instance of a variable sized and aligned
+        // for `$ty`, alive as long as the block.
+        unsafe { $crate::SharedSlot::<$ty>::from_address(address as *mut $ty) }
+    }};
+}
+
+/// Bytes to declare for a type of `size` bytes (PTX has no empty arrays).
+#[doc(hidden)]
+pub const fn shared_bytes(size: usize) -> usize {
+    if size == 0 {
+        1
+    } else {
+        size
+    }
+}
+
+/// The calling block's instance of a block-shared variable of type `T`, not yet
+/// initialized. Made by [`shared!`](crate::shared).
+#[derive(Debug)]
+pub struct SharedSlot<T> {
+    address: *mut T,
+    _type: PhantomData<T>,
+}
+
+impl<T> SharedSlot<T> {
+    /// Wraps the generic address of a block-shared variable.
+    ///
+    /// # Safety
+    ///
+    /// `address` points to block-shared memory sized and aligned for `T` that stays
+    /// allocated while the block runs.
+    #[doc(hidden)]
+    pub const unsafe fn from_address(address: *mut T) -> Self {
+        Self {
+            address,
+            _type: PhantomData,
+        }
+    }
+
+    /// The generic address of the variable.
+    pub fn as_ptr(&self) -> *mut T {
+        self.address
+    }
+
+    /// Thread 0 of the block stores `value`; then every thread waits for it at a block
+    /// barrier and gets a reference to it. Collective: every thread of the block calls
+    /// it.
+    ///
+    /// # Safety
+    ///
+    /// Every thread of the block calls this, once per variable (another call would
+    /// overwrite an object the block may still use).
+    pub unsafe fn init_block(&self, value: T) -> &'static T {
+        // SAFETY: forwarded.
+        unsafe { self.init_block_with(|slot| slot.write(value)) }
+    }
+
+    /// Like [`init_block`](Self::init_block), for objects built in place: thread 0 runs
+    /// `init` on the slot's address.
+    ///
+    /// # Safety
+    ///
+    /// As for [`init_block`](Self::init_block); `init` leaves a valid `T` at the address.
+    pub unsafe fn init_block_with(&self, init: impl FnOnce(*mut T)) -> &'static T {
+        if thread_in_block() == 0 {
+            init(self.address);
+        }
+        sync_block();
+        // SAFETY: thread 0 initialized the variable, and the block barrier ordered that
+        // before this read; the variable lives as long as the block.
+        unsafe { &*self.address }
+    }
+
+    /// Thread 0 of block `owner` in the cluster stores `value` in its instance; after a
+    /// cluster barrier every thread of the cluster gets a reference to that instance
+    /// (in the owner's shared memory, reached through distributed shared memory).
+    /// Collective: every thread of the cluster calls it.
+    ///
+    /// The owner block's shared memory must outlive every use: end the kernel with a
+    /// [`ClusterBarrier`](crate::ClusterBarrier) `arrive_and_wait` after the last use.
+    ///
+    /// # Safety
+    ///
+    /// Every thread of the cluster calls this, once per variable, with the same `owner`,
+    /// a rank of the cluster.
+    pub unsafe fn init_cluster(&self, owner: u32, value: T) -> &'static T {
+        let (rank, size) = cluster_rank();
+        if owner >= size {
+            panic!("SharedSlot::init_cluster: owner is not a rank of the cluster");
+        }
+        if rank == owner && thread_in_block() == 0 {
+            // SAFETY: the owner's own instance, written by one thread before anyone
+            // reads it (the cluster barrier below).
+            unsafe { self.address.write(value) };
+        }
+        sync_cluster();
+        // SAFETY: the owner's instance is initialized (release/acquire cluster barrier)
+        // and, per this function's contract, stays allocated while it is used.
+        unsafe { &*map_to_block(self.address, owner) }
+    }
+}
+
+/// Whether `address` lies in the block-shared memory window (`isspacep.shared`).
+pub fn is_shared<T>(address: *const T) -> bool {
+    let shared: u32;
+    // SAFETY: classifies an address; touches no memory.
+    unsafe {
+        core::arch::asm!(
+            "{{ .reg .pred p; isspacep.shared p, {a}; selp.u32 {s}, 1, 0, p; }}",
+            a = in(reg64) address as u64,
+            s = out(reg32) shared,
+            options(pure, nomem, nostack),
+        )
+    };
+    shared != 0
+}

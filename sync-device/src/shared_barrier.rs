@@ -1,0 +1,296 @@
+//! [`SharedBarrier`]: a block-scope split arrive/wait barrier on the sm_90 hardware
+//! `mbarrier` object in block-shared memory.
+
+use core::arch::asm;
+use core::cell::UnsafeCell;
+use core::time::Duration;
+
+use sync_shared::{Backend, Block, Scope, StopToken, Stopped};
+
+use crate::gpu::{GlobalTime, Gpu};
+use crate::shared::{is_shared, SharedSlot};
+use crate::warp;
+
+/// Largest expected count of an `mbarrier` (PTX ISA: 2²⁰ − 1).
+const MAX_EXPECTED: u32 = (1 << 20) - 1;
+
+/// A reusable barrier for threads of one block, with split arrive/wait, arrival tokens
+/// and parity waits, on the hardware `mbarrier` (sm_90) in block-shared memory: an
+/// arrival is one shared-memory hardware operation, a wait suspends the thread in
+/// hardware until the phase completes.
+///
+/// The lanes of a warp that arrive together are combined into one `mbarrier.arrive` of
+/// their total, and `arrive_and_wait` lets one lane per warp wait for the others, so a
+/// phase of a 1024-thread block costs 32 arrivals and 32 waiters, not 1024.
+///
+/// Exists only in shared memory ([`SharedBarrier::init`] takes a
+/// [`SharedSlot`]), at block scope. No completion function (the hardware object has
+/// none): use [`BlockBarrier::with_completion`](crate::BlockBarrier) for a whole block,
+/// or [`Barrier`](crate::Barrier) at `Block` scope.
+///
+/// Counterpart: libcu++ `cuda::barrier<thread_scope_block>` in `__shared__` memory,
+/// `cuda::ptx::mbarrier_*`.
+///
+/// ```ignore
+/// let slot = sync_device::shared!(STAGE: SharedBarrier);
+/// // SAFETY: every thread of the block runs this once.
+/// let stage = unsafe { SharedBarrier::init(&slot, sync_device::block_size()) };
+/// let token = stage.arrive(1);
+/// // ... independent work overlaps the other threads' arrivals ...
+/// stage.wait(token);
+/// ```
+#[repr(C, align(8))]
+#[derive(Debug)]
+pub struct SharedBarrier {
+    /// The hardware object: opaque, touched only by `mbarrier` instructions.
+    object: UnsafeCell<u64>,
+}
+
+// SAFETY: the object is only accessed by `mbarrier` instructions, which are atomic.
+unsafe impl Sync for SharedBarrier {}
+
+/// What [`SharedBarrier::arrive`] returns and [`SharedBarrier::wait`] takes: the
+/// hardware state of the barrier's phase before the arrival.
+#[must_use = "a token is needed to wait for the phase to complete"]
+#[derive(Debug, PartialEq, Eq)]
+pub struct SharedToken(u64);
+
+impl SharedBarrier {
+    /// Initializes the barrier in `slot` for `expected` arrivals per phase (thread 0 of
+    /// the block runs `mbarrier.init`, then a block barrier publishes it) and returns
+    /// it. Collective: every thread of the block calls it.
+    ///
+    /// # Panics
+    ///
+    /// If `expected` is 0 or above [`max`](Self::max) (a trap on the device).
+    ///
+    /// # Safety
+    ///
+    /// Every thread of the block calls this, once per slot.
+    pub unsafe fn init(slot: &SharedSlot<SharedBarrier>, expected: u32) -> &'static Self {
+        if expected == 0 || expected > MAX_EXPECTED {
+            panic!("SharedBarrier::init: expected must be in 1..=SharedBarrier::max()");
+        }
+        // SAFETY: forwarded; the closure leaves an initialized hardware object.
+        unsafe {
+            slot.init_block_with(|object| {
+                asm!(
+                    "mbarrier.init.b64 [{o}], {n};",
+                    o = in(reg64) object as u64,
+                    n = in(reg32) expected,
+                    options(nostack),
+                )
+            })
+        }
+    }
+
+    /// The largest expected count: 2²⁰ − 1.
+    pub const fn max() -> u32 {
+        MAX_EXPECTED
+    }
+
+    fn address(&self) -> u64 {
+        self.object.get() as u64
+    }
+
+    /// Arrives `n` times in the current phase (release at block scope); returns the
+    /// token to wait on.
+    ///
+    /// # Panics
+    ///
+    /// If `n` is 0 or above [`max`](Self::max) (a trap on the device). More arrivals
+    /// than the phase still expects is undefined behaviour of the hardware object, which
+    /// cannot report it: count arrivals as the barrier was initialized.
+    #[inline]
+    pub fn arrive(&self, n: u32) -> SharedToken {
+        if n == 0 || n > MAX_EXPECTED {
+            panic!("SharedBarrier::arrive: n must be in 1..=max()");
+        }
+        let (lanes, leader) = warp::group_on(self.object.get().cast_const().cast(), n);
+        let combined = lanes.count_ones() > 1;
+        let before = if warp::lane() == leader {
+            self.arrive_hardware(n * lanes.count_ones())
+        } else {
+            0
+        };
+        let before = if combined {
+            warp::broadcast_u64(lanes, before, leader)
+        } else {
+            before
+        };
+        SharedToken(before)
+    }
+
+    /// One `mbarrier.arrive` of `count`; checks the phase still expected that many.
+    #[inline(always)]
+    fn arrive_hardware(&self, count: u32) -> u64 {
+        let before: u64;
+        // SAFETY: an arrival on the initialized hardware object.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.b64 {s}, [{o}], {c};",
+                s = out(reg64) before,
+                o = in(reg64) self.address(),
+                c = in(reg32) count,
+                options(nostack),
+            )
+        };
+        before
+    }
+
+    /// Blocks until the phase of `token` completes (acquire at block scope: everything
+    /// written before the phase's arrivals is visible afterwards).
+    #[inline]
+    pub fn wait(&self, token: SharedToken) {
+        while !self.try_wait_suspended(&token) {}
+    }
+
+    /// `mbarrier.try_wait`: suspends the thread in hardware until the phase completes
+    /// or a system-dependent time limit passes; `true` once the phase completed.
+    #[inline(always)]
+    fn try_wait_suspended(&self, token: &SharedToken) -> bool {
+        let done: u32;
+        // SAFETY: waits on the initialized hardware object.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; mbarrier.try_wait.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
+                d = out(reg32) done,
+                o = in(reg64) self.address(),
+                s = in(reg64) token.0,
+                options(nostack),
+            )
+        };
+        done != 0
+    }
+
+    /// Whether the phase of `token` has completed; never blocks (acquire when `true`).
+    #[inline]
+    pub fn try_wait(&self, token: &SharedToken) -> bool {
+        let done: u32;
+        // SAFETY: tests the initialized hardware object.
+        unsafe {
+            asm!(
+                "{{ .reg .pred p; mbarrier.test_wait.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
+                d = out(reg32) done,
+                o = in(reg64) self.address(),
+                s = in(reg64) token.0,
+                options(nostack),
+            )
+        };
+        done != 0
+    }
+
+    /// Waits for the phase of `token` at most `timeout` (`%globaltimer`); `true` if it
+    /// completed.
+    pub fn try_wait_for(&self, token: &SharedToken, timeout: Duration) -> bool {
+        let now = <Gpu as Backend<Block>>::now();
+        self.try_wait_until(token, <Gpu as Backend<Block>>::after(now, timeout))
+    }
+
+    /// Waits for the phase of `token` until `deadline`; `true` if it completed.
+    pub fn try_wait_until(&self, token: &SharedToken, deadline: GlobalTime) -> bool {
+        loop {
+            if self.try_wait_suspended(token) {
+                return true;
+            }
+            if <Gpu as Backend<Block>>::now() >= deadline {
+                return self.try_wait(token);
+            }
+        }
+    }
+
+    /// Waits for the phase of `token`, or until `stop` is requested.
+    pub fn wait_stoppable<S: Scope>(
+        &self,
+        token: SharedToken,
+        stop: StopToken<'_, S, Gpu>,
+    ) -> Result<(), Stopped>
+    where
+        Gpu: Backend<S>,
+    {
+        loop {
+            if self.try_wait_suspended(&token) {
+                return Ok(());
+            }
+            if stop.stop_requested() {
+                return if self.try_wait(&token) {
+                    Ok(())
+                } else {
+                    Err(Stopped)
+                };
+            }
+        }
+    }
+
+    /// Blocks until the phase with parity `parity` completes (phases alternate parity,
+    /// the first is `false`): for threads that count phases instead of keeping tokens.
+    #[inline]
+    pub fn wait_parity(&self, parity: bool) {
+        while !self.parity_wait_step(parity, true) {}
+    }
+
+    /// Whether the phase with parity `parity` has completed; never blocks.
+    #[inline]
+    pub fn try_wait_parity(&self, parity: bool) -> bool {
+        self.parity_wait_step(parity, false)
+    }
+
+    #[inline(always)]
+    fn parity_wait_step(&self, parity: bool, suspend: bool) -> bool {
+        let done: u32;
+        let parity = u32::from(parity);
+        // SAFETY: waits on (or tests) the initialized hardware object.
+        unsafe {
+            if suspend {
+                asm!(
+                    "{{ .reg .pred p; mbarrier.try_wait.parity.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
+                    d = out(reg32) done, o = in(reg64) self.address(), q = in(reg32) parity,
+                    options(nostack),
+                )
+            } else {
+                asm!(
+                    "{{ .reg .pred p; mbarrier.test_wait.parity.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
+                    d = out(reg32) done, o = in(reg64) self.address(), q = in(reg32) parity,
+                    options(nostack),
+                )
+            }
+        };
+        done != 0
+    }
+
+    /// Arrives once and waits for the phase. The lanes of a warp that call it together
+    /// arrive as one, and one of them waits for all.
+    #[inline]
+    pub fn arrive_and_wait(&self) {
+        let (lanes, leader) = warp::group_on_object(self.object.get().cast_const().cast());
+        if warp::lane() == leader {
+            let token = SharedToken(self.arrive_hardware(lanes.count_ones()));
+            self.wait(token);
+        }
+        if lanes.count_ones() > 1 {
+            // Orders the leader's acquire before the other lanes' next accesses.
+            warp::sync(lanes);
+        }
+    }
+
+    /// Arrives once in the current phase and lowers the expected count of every later
+    /// phase by one (`mbarrier.arrive_drop`). As with [`arrive`](Self::arrive), the
+    /// phase must still expect the arrival.
+    pub fn arrive_and_drop(&self) {
+        // SAFETY: an arrival on the initialized hardware object.
+        unsafe {
+            asm!(
+                "mbarrier.arrive_drop.b64 {s}, [{o}];",
+                s = out(reg64) _,
+                o = in(reg64) self.address(),
+                options(nostack),
+            )
+        };
+    }
+
+    /// Whether this barrier lies in block-shared memory (always, when made by
+    /// [`init`](Self::init)).
+    pub fn is_in_shared_memory(&self) -> bool {
+        is_shared(self.object.get())
+    }
+}

@@ -1,0 +1,44 @@
+//! [`WholeBlock`]: arrivals of a whole block at a device- or system-scope object as one
+//! atomic operation.
+
+use sync_shared::{Barrier, Completion, Latch};
+
+use crate::block_barrier::sync_block;
+use crate::geometry::{block_size, thread_in_block};
+use crate::gpu::Gpu;
+use crate::ptx_atomics::PtxScope;
+
+/// Operations that every thread of a block calls together, done as one arrival of the
+/// block's thread count by thread 0 between two hardware block barriers: one atomic per
+/// block per phase instead of one per thread (warps arriving on their own are already
+/// combined into one atomic per warp).
+///
+/// The object counts threads as usual (a grid of `b` blocks of `t` threads expects
+/// `b × t`), so whole-block and per-thread arrivals can be mixed.
+pub trait WholeBlock {
+    /// Every thread of the block arrives once and waits for the phase. Collective.
+    fn block_arrive_and_wait(&self);
+}
+
+impl<S: PtxScope, F: Completion> WholeBlock for Barrier<S, Gpu, F> {
+    #[inline]
+    fn block_arrive_and_wait(&self) {
+        sync_block();
+        if thread_in_block() == 0 {
+            let token = self.arrive(block_size());
+            self.wait(token);
+        }
+        sync_block();
+    }
+}
+
+impl<S: PtxScope> WholeBlock for Latch<S, Gpu> {
+    #[inline]
+    fn block_arrive_and_wait(&self) {
+        sync_block();
+        if thread_in_block() == 0 {
+            self.arrive_and_wait(block_size());
+        }
+        sync_block();
+    }
+}
