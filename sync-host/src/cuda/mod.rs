@@ -5,8 +5,10 @@
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 
 mod error;
+mod grid;
 mod launch_ex;
 mod mapped;
+mod timing;
 
 use std::sync::Arc;
 
@@ -138,6 +140,7 @@ impl Runtime {
             runtime: self,
             function,
             name: name.to_owned(),
+            grid_barrier: std::cell::OnceCell::new(),
         })
     }
 
@@ -288,12 +291,17 @@ unsafe impl DeviceObject for crate::Barrier {}
 unsafe impl DeviceObject for crate::Latch {}
 // SAFETY: count and waiter words; asserted likewise.
 unsafe impl<const MAX: u32> DeviceObject for crate::CountingSemaphore<MAX> {}
+// SAFETY: an array of such objects has their layout back to back, without padding
+// (each size is a multiple of its alignment).
+unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {}
 
 /// One kernel of the module, ready to launch.
 pub struct Kernel<'a> {
     runtime: &'a Runtime,
     function: CudaFunction,
     name: String,
+    /// The arrival counter of `launch_grid`'s grid barrier, allocated at first use.
+    grid_barrier: std::cell::OnceCell<grid::GridBarrier>,
 }
 
 impl Kernel<'_> {
