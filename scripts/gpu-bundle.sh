@@ -18,7 +18,7 @@ out="${1:-bundle}"
 export PTX_REQUIRED=1
 rm -rf "$out"
 mkdir -p "$out"
-cargo test --release --locked --no-run --test gpu --message-format=json 2>/dev/null \
+cargo test --release --locked --no-run --test 'gpu*' --message-format=json 2>/dev/null \
     | python3 -c '
 import json, sys
 for line in sys.stdin:

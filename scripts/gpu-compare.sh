@@ -14,7 +14,7 @@ for round in $(seq "$rounds"); do
     echo "round $round: anchor" >&2
     "$work/gpu_baselines" > "$work/anchor.$round.txt"
     echo "round $round: scoped-sync" >&2
-    ./scoped-sync > "$work/ours.$round.txt" 2>/dev/null
+    ./scoped-sync --gpu-only > "$work/ours.$round.txt" 2>/dev/null
 done
 cat "$work/anchor.1.txt" "$work/ours.1.txt" > "$work/first-round.txt"
 python3 - "$work" "$rounds" <<'PY'
@@ -45,4 +45,44 @@ for key in sorted(anchor):
 missing = [k for k in anchor if k not in ours]
 if missing:
     sys.exit(f"missing from our report: {missing}")
+
+# Primitives: ns per barrier phase / round trip, best of the rounds on both sides.
+# (anchor label, our op, issue target for ours / anchor or None)
+PAIRS = [
+    ("__syncthreads 128", "BlockBarrier (bar.sync) 132x128", 1.1),
+    ("__syncthreads 1024", "BlockBarrier (bar.sync) 132x1024", 1.1),
+    ("cuda::barrier<block> 128", "SharedBarrier (mbarrier) 132x128", None),
+    ("cuda::barrier<block> 1024", "SharedBarrier (mbarrier) 132x1024", 0.8),
+    ("cuda::barrier<block> 128", "Barrier<Block> in shared 132x128", None),
+    ("cuda::barrier<block> 1024", "Barrier<Block> in shared 132x1024", None),
+    ("cg::grid.sync() 128", "Grid::sync 132x128", 0.9),
+    ("cg::grid.sync() 1024", "Grid::sync 132x1024", 0.9),
+    ("cuda::barrier<device> leader 128", "Barrier<Device> block_arrive_and_wait 132x128", None),
+    ("cuda::barrier<device> leader 1024", "Barrier<Device> block_arrive_and_wait 132x1024", None),
+    ("cuda::barrier<device> all-threads 128", "Barrier<Device> arrive_and_wait 132x128", None),
+    ("counting_semaphore<device> ping-pong", "ping-pong 2 blocks 2x32", 0.75),
+]
+anchor_ns, ours_ns = {}, {}
+for r in range(1, rounds + 1):
+    for line in open(f"{work}/anchor.{r}.txt"):
+        m = re.match(r"(?:block|grid)\s+(\S+(?: leader| all-threads)?)\s+grid=\d+ x\s*(\d+) :\s*([\d.]+) ns", line)
+        if m: keep(anchor_ns, f"{m[1]} {m[2]}", float(m[3]))
+        m = re.match(r"sem\s+(\S+ ping-pong)\s.*:\s*([\d.]+) ns", line)
+        if m: keep(anchor_ns, m[1], float(m[2]))
+    for line in open(f"{work}/ours.{r}.txt"):
+        m = re.match(r"(?:barrier|semaphore)\s+(.+? \d+x\d+)\s+\d+\s+([\d.]+)(?:\s|$)", line)
+        if m: keep(ours_ns, m[1], float(m[2]))
+print()
+print(f"primitives, ns per phase (round trip for the semaphore), best of {rounds} round(s)")
+print(f"{'CUDA C++ anchor':<40}{'ns':>9}  {'ours':<48}{'ns':>9}{'ratio':>8}  target")
+failed = []
+for label, op, target in PAIRS:
+    if label not in anchor_ns or op not in ours_ns:
+        failed.append(f"missing: {label if label not in anchor_ns else op}")
+        continue
+    ratio = ours_ns[op] / anchor_ns[label]
+    verdict = "" if target is None else (f"<= {target}: " + ("met" if ratio <= target else "NOT MET"))
+    print(f"{label:<40}{anchor_ns[label]:>9.1f}  {op:<48}{ours_ns[op]:>9.1f}{ratio:>8.3f}  {verdict}")
+if failed:
+    sys.exit("; ".join(failed))
 PY

@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use report::cli::{self, Command, Options};
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{domains, gpu, host, output};
+use report::{domains, gpu, gpu_primitives, host, output};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -56,14 +56,20 @@ fn run(options: Options) -> io::Result<()> {
     }
 
     let gpu_steps = if runtime.is_some() {
-        gpu::steps() + domains::steps()
+        gpu::steps() + gpu_primitives::steps() + domains::steps()
     } else {
         0
     };
-    let mut progress = Progress::new(host::steps() + gpu_steps, !options.quick);
-    let mut rows = host::measure(plan, &mut progress);
+    let host_steps = if options.gpu_only { 0 } else { host::steps() };
+    let mut progress = Progress::new(host_steps + gpu_steps, !options.quick);
+    let mut rows = if options.gpu_only {
+        Vec::new()
+    } else {
+        host::measure(plan, &mut progress)
+    };
     if let Some(runtime) = &runtime {
         let gpu_rows = gpu::measure(runtime, plan, &mut progress).and_then(|mut gpu_rows| {
+            gpu_rows.extend(gpu_primitives::measure(runtime, plan, &mut progress)?);
             gpu_rows.extend(domains::measure(runtime, plan, &mut progress)?);
             Ok(gpu_rows)
         });

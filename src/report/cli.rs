@@ -18,6 +18,8 @@ pub struct Options {
     pub json: bool,
     /// A short smoke run instead of the full measurement.
     pub quick: bool,
+    /// Skip the host section (the GPU sections only).
+    pub gpu_only: bool,
 }
 
 /// A command line that this program does not understand.
@@ -32,7 +34,7 @@ impl fmt::Display for UsageError {
 
 /// The text of `--help`.
 pub const USAGE: &str = "\
-Usage: scoped-sync [--json] [--quick]
+Usage: scoped-sync [--json] [--quick] [--gpu-only]
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
 beside what Rust programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
@@ -42,6 +44,8 @@ Options:
   --json     print one JSON object per line: backend, scope, primitive, op,
              threads, ns_per_op (peers have primitive \"peer:<name>\")
   --quick    a smoke run of about a second: fewer iterations, one repetition
+  --gpu-only the GPU sections only (per-scope costs, primitives beside the
+             shared/anchors/gpu_baselines.cu shapes, memory-sync domains)
   -h, --help print this help
 
 Compare with libstdc++ on the same machine: scripts/compare-host.sh";
@@ -54,6 +58,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "-h" | "--help" => return Ok(Command::Help),
             "--json" => options.json = true,
             "--quick" => options.quick = true,
+            "--gpu-only" => options.gpu_only = true,
             other if other.starts_with('-') => {
                 return Err(UsageError(format!("unknown option '{other}'")));
             }
@@ -81,7 +86,8 @@ mod tests {
             parse_strs(&["--quick", "--json"]),
             Ok(Command::Report(Options {
                 json: true,
-                quick: true
+                quick: true,
+                gpu_only: false,
             }))
         );
         assert_eq!(parse_strs(&[]), Ok(Command::Report(Options::default())));
@@ -91,6 +97,13 @@ mod tests {
     #[test]
     fn unknown_input_is_refused() {
         assert!(parse_strs(&["--jsn"]).is_err());
+        assert_eq!(
+            parse_strs(&["--gpu-only"]),
+            Ok(Command::Report(Options {
+                gpu_only: true,
+                ..Options::default()
+            }))
+        );
         assert!(parse_strs(&["json"]).is_err());
     }
 }

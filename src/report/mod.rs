@@ -4,13 +4,14 @@
 //! One file per concept: [`cli`] reads the command line, [`workloads`] and
 //! [`atomics`] are the timed loops (shared with `benches/host.rs`, as is [`peers`]),
 //! [`measure`] says how long and how often, [`host`] lists the host section's
-//! measurements, [`gpu`] and [`domains`] the GPU section's (when a GPU is present),
+//! measurements, [`gpu`], [`gpu_primitives`] and [`domains`] the GPU section's (when a GPU is present),
 //! [`output`] prints them.
 
 pub mod atomics;
 pub mod cli;
 pub mod domains;
 pub mod gpu;
+pub mod gpu_primitives;
 pub mod host;
 pub mod machine;
 pub mod measure;
