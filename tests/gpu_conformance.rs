@@ -1,0 +1,461 @@
+//! The GPU conformance matrix: barrier, latch and semaphore at every scope (`Block`,
+//! `Cluster`, `Device`, `System`) with the object in shared and in global memory, and
+//! the hardware barriers (`SharedBarrier`, `BlockBarrier`, `ClusterBarrier` with
+//! cluster sizes 2, 4 and 8, `Grid` at maximum occupancy). The kernels and what each
+//! checks are in `kernels/src/conformance.rs`; they count failed checks and timed-out
+//! waits in a report that the tests here assert is zero, naming the configuration and
+//! the kernel source line of the first failure.
+//!
+//! On a machine without a CUDA driver every test prints "skipped: no CUDA driver" and
+//! passes.
+
+use std::io::Write;
+
+use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, PushKernelArg, Runtime};
+
+/// Bytes of `objects` per team, words of `counters` per team, and words of `report`:
+/// the same constants as in `kernels/src/conformance.rs`.
+const OBJECT_BYTES: usize = 64;
+const COUNTER_WORDS: usize = 4;
+const REPORT_WORDS: usize = 4;
+
+/// Barrier phases of the whole team before half of it drops out (the kernels then run
+/// the drop phase and 4 more).
+const BARRIER_ROUNDS: u32 = 10;
+const PHASES_AFTER_DROP: u32 = 4;
+/// Mutex acquisitions per team in the semaphore stress (the producer/consumer part
+/// adds 1.5 × as many operations): `rounds = SEMAPHORE_ACQUISITIONS / team size`.
+const SEMAPHORE_ACQUISITIONS: u32 = 65_536;
+/// Threads per block of the matrix launches (clusters use smaller blocks, so that a
+/// cluster of 8 stays small).
+const BLOCK_THREADS: u32 = 256;
+const CLUSTER_BLOCK_THREADS: u32 = 128;
+/// Blocks of the launches with one team per block.
+const BLOCK_TEAMS: u32 = 4;
+/// Clusters of the launches with one team per cluster.
+const CLUSTER_TEAMS: u32 = 2;
+/// Cluster sizes every cluster configuration runs with.
+const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
+
+fn runtime() -> Option<Runtime> {
+    match Runtime::open() {
+        Ok(runtime) => Some(runtime),
+        Err(CudaError::NoDriver) => {
+            // Straight to stderr: libtest would hide a println! of a passing test.
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            None
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+    }
+}
+
+/// Who shares one object, and how the kernel is launched.
+#[derive(Clone, Copy, Debug)]
+enum Shape {
+    /// A plain launch of `blocks` blocks; one team per block.
+    Blocks { blocks: u32, threads: u32 },
+    /// A cluster launch (`launch_ex`) of `clusters` clusters of `size` blocks; one team
+    /// per cluster.
+    Clusters {
+        clusters: u32,
+        size: u32,
+        threads: u32,
+    },
+    /// A cooperative launch (`launch_grid`) of at most `blocks` blocks (fewer if that
+    /// many cannot be co-resident); one team, the grid.
+    Grid { blocks: u32, threads: u32 },
+}
+
+/// A matrix kernel's launch result.
+#[derive(Debug)]
+struct Outcome {
+    /// The kernel's report: failed checks, timed-out waits, and the source lines of the
+    /// first of each.
+    report: Vec<u32>,
+    /// `COUNTER_WORDS` per team.
+    counters: Vec<u32>,
+    teams: usize,
+    team_size: u32,
+    /// The shape actually launched (a grid clamped to what fits).
+    shape: Shape,
+}
+
+impl Outcome {
+    /// A description of the failed checks and timeouts, if any.
+    fn failures(&self) -> Option<String> {
+        let (errors, timeouts) = (self.report[0], self.report[1]);
+        (errors != 0 || timeouts != 0).then(|| {
+            format!(
+                "{errors} failed checks (first at kernels/src/conformance.rs:{}), \
+                 {timeouts} timed-out waits (first at line {})",
+                self.report[2], self.report[3]
+            )
+        })
+    }
+
+    /// Counter `index` of every team.
+    fn counter(&self, index: usize) -> Vec<u32> {
+        (0..self.teams)
+            .map(|team| self.counters[team * COUNTER_WORDS + index])
+            .collect()
+    }
+}
+
+/// Launches matrix kernel `name` (parameters `(objects, slots, counters, report,
+/// rounds)`, preceded by a `Grid` for grid shapes) on zeroed buffers sized for
+/// `shape`, and reads back the report and the counters.
+fn run_matrix_kernel(
+    gpu: &Runtime,
+    name: &str,
+    shape: Shape,
+    rounds: impl Fn(u32) -> u32,
+) -> Result<Outcome, CudaError> {
+    let kernel = gpu.kernel(name)?;
+    let shape = match shape {
+        Shape::Grid { blocks, threads } => Shape::Grid {
+            blocks: blocks.min(kernel.max_coresident_blocks(threads)?),
+            threads,
+        },
+        other => other,
+    };
+    let (teams, team_size) = match shape {
+        Shape::Blocks { blocks, threads } => (blocks, threads),
+        Shape::Clusters {
+            clusters,
+            size,
+            threads,
+        } => (clusters, size * threads),
+        Shape::Grid { blocks, threads } => (1, blocks * threads),
+    };
+    let rounds = rounds(team_size);
+    let teams = teams as usize;
+    // u64 elements: the objects need 8-byte alignment.
+    let objects = gpu.zeros::<u64>(teams * OBJECT_BYTES / 8)?;
+    let slots = gpu.zeros::<u32>(teams * 2 * team_size as usize)?;
+    let counters = gpu.zeros::<u32>(teams * COUNTER_WORDS)?;
+    let report = gpu.zeros::<u32>(REPORT_WORDS)?;
+    match shape {
+        // SAFETY: (u8 pointer, u32 pointer, u32 pointer, u32 pointer, u32) is the
+        // signature of every matrix kernel; the buffers are sized per team as the
+        // kernels expect and outlive the launch (the downloads below wait for it).
+        Shape::Blocks { blocks, threads } => unsafe {
+            kernel.launch(blocks, threads, |args| {
+                args.arg(&objects)
+                    .arg(&slots)
+                    .arg(&counters)
+                    .arg(&report)
+                    .arg(&rounds);
+            })
+        }?,
+        Shape::Clusters {
+            clusters,
+            size,
+            threads,
+        } => {
+            let params = KernelParams::default()
+                .pointer(gpu.address(&objects))
+                .pointer(gpu.address(&slots))
+                .pointer(gpu.address(&counters))
+                .pointer(gpu.address(&report))
+                .u32(rounds);
+            let options = LaunchOptions {
+                cluster: Some(size),
+                ..LaunchOptions::default()
+            };
+            // SAFETY: as above (four pointers and a u32), on the default stream that
+            // the downloads below wait for.
+            unsafe {
+                kernel.launch_ex(
+                    &gpu.default_stream(),
+                    clusters * size,
+                    threads,
+                    options,
+                    params,
+                )
+            }?
+        }
+        // SAFETY: the grid kernels take a `Grid` and then the matrix parameters; the
+        // grid fits (clamped above) and the buffers hold the one team.
+        Shape::Grid { blocks, threads } => unsafe {
+            kernel.launch_grid(blocks, threads, |args| {
+                args.arg(&objects)
+                    .arg(&slots)
+                    .arg(&counters)
+                    .arg(&report)
+                    .arg(&rounds);
+            })
+        }?,
+    }
+    Ok(Outcome {
+        report: gpu.download(&report)?,
+        counters: gpu.download(&counters)?,
+        teams,
+        team_size,
+        shape,
+    })
+}
+
+/// Every configuration of matrix family `family` (`barrier`, `latch`, `semaphore`):
+/// kernel name and launch shape. The grid team has at most `grid_blocks` blocks.
+fn configurations(family: &str, grid_blocks: u32) -> Vec<(String, Shape)> {
+    let mut list = Vec::new();
+    for memory in [
+        "block_shared",
+        "block_global",
+        "device_shared",
+        "system_shared",
+    ] {
+        list.push((
+            format!("conf_{family}_{memory}"),
+            Shape::Blocks {
+                blocks: BLOCK_TEAMS,
+                threads: BLOCK_THREADS,
+            },
+        ));
+    }
+    for size in CLUSTER_SIZES {
+        for memory in ["cluster_shared", "cluster_global"] {
+            list.push((
+                format!("conf_{family}_{memory}"),
+                Shape::Clusters {
+                    clusters: CLUSTER_TEAMS,
+                    size,
+                    threads: CLUSTER_BLOCK_THREADS,
+                },
+            ));
+        }
+    }
+    for memory in ["device_global", "system_global"] {
+        list.push((
+            format!("conf_{family}_{memory}"),
+            Shape::Grid {
+                blocks: grid_blocks,
+                threads: BLOCK_THREADS,
+            },
+        ));
+    }
+    list
+}
+
+/// Runs every configuration of `family`, checks each outcome with `extra` (which
+/// returns a failure description, or `None`), and fails listing every configuration
+/// that failed.
+fn run_family(
+    gpu: &Runtime,
+    family: &str,
+    grid_blocks: u32,
+    rounds: impl Fn(u32) -> u32 + Copy,
+    extra: impl Fn(&Outcome) -> Option<String>,
+) {
+    let mut failed = Vec::new();
+    for (name, shape) in configurations(family, grid_blocks) {
+        match run_matrix_kernel(gpu, &name, shape, rounds) {
+            Ok(outcome) => {
+                let problems: Vec<String> = [outcome.failures(), extra(&outcome)]
+                    .into_iter()
+                    .flatten()
+                    .collect();
+                if !problems.is_empty() {
+                    failed.push(format!(
+                        "{name} {:?}: {}",
+                        outcome.shape,
+                        problems.join("; ")
+                    ));
+                }
+            }
+            Err(error) => failed.push(format!("{name} {shape:?}: launch failed: {error}")),
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{family} conformance failed in {} configuration(s):\n{}",
+        failed.len(),
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn barrier_conformance_matrix() {
+    let Some(gpu) = runtime() else { return };
+    let grid_blocks = gpu.sm_count().unwrap();
+    let phases = BARRIER_ROUNDS + 1 + PHASES_AFTER_DROP;
+    run_family(
+        &gpu,
+        "barrier",
+        grid_blocks,
+        |_| BARRIER_ROUNDS,
+        |outcome| {
+            let completions = outcome.counter(0);
+            completions
+                .iter()
+                .any(|&count| count != phases)
+                .then(|| format!("completion counts per team {completions:?}, expected {phases} each (once per phase)"))
+        },
+    );
+}
+
+#[test]
+fn latch_conformance_matrix() {
+    let Some(gpu) = runtime() else { return };
+    let grid_blocks = gpu.sm_count().unwrap();
+    run_family(&gpu, "latch", grid_blocks, |_| 0, |_| None);
+}
+
+/// Mutex acquisitions per thread for a team of `size` threads (at least 2).
+fn semaphore_rounds(size: u32) -> u32 {
+    (SEMAPHORE_ACQUISITIONS / size).max(2)
+}
+
+#[test]
+fn semaphore_conformance_matrix_and_stress() {
+    let Some(gpu) = runtime() else { return };
+    // A smaller grid team: the stress is one contended word, and 8 blocks of 256
+    // threads already make 2048 contenders.
+    run_family(&gpu, "semaphore", 8, semaphore_rounds, |outcome| {
+        let expected = outcome.team_size * semaphore_rounds(outcome.team_size);
+        let counts = outcome.counter(1);
+        counts.iter().any(|&count| count != expected).then(|| {
+            format!("mutex-protected counts per team {counts:?}, expected {expected} each")
+        })
+    });
+}
+
+/// Runs a block-team kernel with the matrix signature on `BLOCK_TEAMS` blocks.
+fn run_block_kernel(gpu: &Runtime, name: &str, rounds: u32) -> Outcome {
+    let shape = Shape::Blocks {
+        blocks: BLOCK_TEAMS,
+        threads: BLOCK_THREADS,
+    };
+    let outcome = run_matrix_kernel(gpu, name, shape, |_| rounds)
+        .unwrap_or_else(|error| panic!("{name} {shape:?}: launch failed: {error}"));
+    if let Some(failures) = outcome.failures() {
+        panic!("{name} {shape:?}: {failures}");
+    }
+    outcome
+}
+
+#[test]
+fn shared_barrier_tokens_parity_and_drop() {
+    let Some(gpu) = runtime() else { return };
+    run_block_kernel(&gpu, "conf_shared_barrier_phases", BARRIER_ROUNDS);
+}
+
+#[test]
+fn shared_barrier_timed_wait_times_out_and_the_barrier_stays_usable() {
+    let Some(gpu) = runtime() else { return };
+    run_block_kernel(&gpu, "conf_shared_barrier_timeout", 0);
+}
+
+#[test]
+fn block_barrier_completion_runs_once_per_phase() {
+    let Some(gpu) = runtime() else { return };
+    let outcome = run_block_kernel(&gpu, "conf_block_barrier_completion", BARRIER_ROUNDS);
+    assert_eq!(
+        outcome.counter(0),
+        vec![BARRIER_ROUNDS; BLOCK_TEAMS as usize],
+        "conf_block_barrier_completion: completions per block"
+    );
+}
+
+#[test]
+fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("conf_cluster_barrier").unwrap();
+    let (clusters, phases) = (4_u32, 12_u32);
+    for size in CLUSTER_SIZES {
+        let counters = gpu.zeros::<u32>(clusters as usize).unwrap();
+        let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+        let params = KernelParams::default()
+            .pointer(gpu.address(&counters))
+            .pointer(gpu.address(&report))
+            .u32(phases);
+        let options = LaunchOptions {
+            cluster: Some(size),
+            ..LaunchOptions::default()
+        };
+        // SAFETY: (u32 pointer, u32 pointer, u32) is the kernel's signature; the
+        // buffers outlive the launch (the downloads below wait for it on the same
+        // stream).
+        unsafe {
+            kernel.launch_ex(
+                &gpu.default_stream(),
+                clusters * size,
+                CLUSTER_BLOCK_THREADS,
+                options,
+                params,
+            )
+        }
+        .unwrap_or_else(|error| panic!("cluster size {size}: launch failed: {error}"));
+        let report = gpu.download(&report).unwrap();
+        assert_eq!(
+            report[0], 0,
+            "cluster size {size}: {} failed checks (first at kernels/src/conformance.rs:{})",
+            report[0], report[2]
+        );
+        assert_eq!(
+            gpu.download(&counters).unwrap(),
+            vec![(phases + 1) / 3; clusters as usize],
+            "cluster size {size}: completions per cluster"
+        );
+    }
+}
+
+#[test]
+fn grid_sync_10000_phases_at_maximum_occupancy() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("conf_grid_sync").unwrap();
+    let block = 128_u32;
+    let blocks = kernel.max_coresident_blocks(block).unwrap();
+    let threads = (blocks * block) as usize;
+    let phases = 10_000_u32;
+    let slots = gpu.zeros::<u32>(2 * threads).unwrap();
+    let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+    // SAFETY: (Grid, u32 pointer, u32, u32 pointer) is the kernel's signature; `slots`
+    // holds two words per thread; the buffers outlive the launch.
+    unsafe {
+        kernel.launch_grid(blocks, block, |args| {
+            args.arg(&slots).arg(&phases).arg(&report);
+        })
+    }
+    .unwrap();
+    let report = gpu.download(&report).unwrap();
+    assert_eq!(
+        report[0], 0,
+        "{blocks} blocks × {block}: {} failed checks (first at kernels/src/conformance.rs:{})",
+        report[0], report[2]
+    );
+    let slots = gpu.download(&slots).unwrap();
+    let (last, before) = if phases % 2 == 0 {
+        (&slots[..threads], &slots[threads..])
+    } else {
+        (&slots[threads..], &slots[..threads])
+    };
+    assert!(
+        last.iter().all(|&slot| slot == phases) && before.iter().all(|&slot| slot == phases - 1),
+        "every thread ran every phase"
+    );
+}
+
+#[test]
+fn grid_launch_refuses_one_block_more_than_can_be_coresident() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("conf_grid_sync").unwrap();
+    let block = 128_u32;
+    let max = kernel.max_coresident_blocks(block).unwrap();
+    let slots = gpu.zeros::<u32>(2).unwrap();
+    let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+    // SAFETY: as in grid_sync_10000_phases_at_maximum_occupancy; the launch must be
+    // refused before it happens.
+    let refused = unsafe {
+        kernel.launch_grid(max + 1, block, |args| {
+            args.arg(&slots).arg(&1_u32).arg(&report);
+        })
+    };
+    match refused {
+        Err(CudaError::GridTooLarge {
+            requested,
+            max: limit,
+        }) => assert_eq!((requested, limit), (max + 1, max)),
+        other => panic!("expected GridTooLarge, got {other:?}"),
+    }
+}
