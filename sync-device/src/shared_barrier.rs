@@ -121,7 +121,7 @@ impl SharedBarrier {
         SharedToken(before)
     }
 
-    /// One `mbarrier.arrive` of `count`; checks the phase still expected that many.
+    /// One `mbarrier.arrive` of `count`.
     #[inline(always)]
     fn arrive_hardware(&self, count: u32) -> u64 {
         let before: u64;
