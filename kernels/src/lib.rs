@@ -17,8 +17,8 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { core::arch::asm!("trap;", options(noreturn)) }
 }
 
-mod costs;
 mod conformance;
+mod costs;
 mod functional;
 mod primitive_costs;
 

@@ -75,8 +75,8 @@ impl SharedBarrier {
         unsafe {
             slot.init_block_with(|object| {
                 asm!(
-                    "mbarrier.init.b64 [{o}], {n};",
-                    o = in(reg64) object as u64,
+                    "mbarrier.init.shared::cta.b64 [{o}], {n};",
+                    o = in(reg32) shared_window_address(object),
                     n = in(reg32) expected,
                     options(nostack),
                 )
@@ -89,8 +89,10 @@ impl SharedBarrier {
         MAX_EXPECTED
     }
 
-    fn address(&self) -> u64 {
-        self.object.get() as u64
+    /// The object's address in the shared window: the `.shared::cta` forms of the
+    /// instructions take it directly (generic addresses cost an address-space check).
+    fn address(&self) -> u32 {
+        shared_window_address(self.object.get())
     }
 
     /// Arrives `n` times in the current phase (release at block scope); returns the
@@ -128,9 +130,9 @@ impl SharedBarrier {
         // SAFETY: an arrival on the initialized hardware object.
         unsafe {
             asm!(
-                "mbarrier.arrive.b64 {s}, [{o}], {c};",
+                "mbarrier.arrive.shared::cta.b64 {s}, [{o}], {c};",
                 s = out(reg64) before,
-                o = in(reg64) self.address(),
+                o = in(reg32) self.address(),
                 c = in(reg32) count,
                 options(nostack),
             )
@@ -153,9 +155,9 @@ impl SharedBarrier {
         // SAFETY: waits on the initialized hardware object.
         unsafe {
             asm!(
-                "{{ .reg .pred p; mbarrier.try_wait.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
+                "{{ .reg .pred p; mbarrier.try_wait.shared::cta.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
                 d = out(reg32) done,
-                o = in(reg64) self.address(),
+                o = in(reg32) self.address(),
                 s = in(reg64) token.0,
                 options(nostack),
             )
@@ -170,9 +172,9 @@ impl SharedBarrier {
         // SAFETY: tests the initialized hardware object.
         unsafe {
             asm!(
-                "{{ .reg .pred p; mbarrier.test_wait.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
+                "{{ .reg .pred p; mbarrier.test_wait.shared::cta.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
                 d = out(reg32) done,
-                o = in(reg64) self.address(),
+                o = in(reg32) self.address(),
                 s = in(reg64) token.0,
                 options(nostack),
             )
@@ -243,14 +245,14 @@ impl SharedBarrier {
         unsafe {
             if suspend {
                 asm!(
-                    "{{ .reg .pred p; mbarrier.try_wait.parity.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
-                    d = out(reg32) done, o = in(reg64) self.address(), q = in(reg32) parity,
+                    "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
+                    d = out(reg32) done, o = in(reg32) self.address(), q = in(reg32) parity,
                     options(nostack),
                 )
             } else {
                 asm!(
-                    "{{ .reg .pred p; mbarrier.test_wait.parity.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
-                    d = out(reg32) done, o = in(reg64) self.address(), q = in(reg32) parity,
+                    "{{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
+                    d = out(reg32) done, o = in(reg32) self.address(), q = in(reg32) parity,
                     options(nostack),
                 )
             }
@@ -280,9 +282,9 @@ impl SharedBarrier {
         // SAFETY: an arrival on the initialized hardware object.
         unsafe {
             asm!(
-                "mbarrier.arrive_drop.b64 {s}, [{o}];",
+                "mbarrier.arrive_drop.shared::cta.b64 {s}, [{o}];",
                 s = out(reg64) _,
-                o = in(reg64) self.address(),
+                o = in(reg32) self.address(),
                 options(nostack),
             )
         };
@@ -293,4 +295,20 @@ impl SharedBarrier {
     pub fn is_in_shared_memory(&self) -> bool {
         is_shared(self.object.get())
     }
+}
+
+/// The 32-bit shared-window address of a generic address that lies in shared memory.
+#[inline(always)]
+fn shared_window_address<T>(generic: *mut T) -> u32 {
+    let window: u64;
+    // SAFETY: converts an address; touches no memory.
+    unsafe {
+        asm!(
+            "cvta.to.shared.u64 {w}, {g};",
+            w = out(reg64) window,
+            g = in(reg64) generic as u64,
+            options(pure, nomem, nostack),
+        )
+    };
+    window as u32
 }
