@@ -14,9 +14,15 @@ use sync_shared::Block;
 /// Never equal to the accumulator (the anchor's sink condition).
 const NEVER: u32 = 123_456_789;
 
-/// Keeps `acc` alive: stores it to `sink` only if it equals [`NEVER`].
+/// The anchor's loop: `iterations` times, `acc += thread ^ i` then one `phase`; at
+/// the end `acc` goes to `sink` only if it equals [`NEVER`], which keeps it alive.
 #[inline(always)]
-fn sink(acc: u32, sink: *mut u32) {
+fn phases(iterations: u32, sink: *mut u32, mut phase: impl FnMut()) {
+    let mut acc = 0_u32;
+    for i in 0..iterations {
+        acc = acc.wrapping_add(thread_in_block() ^ i);
+        phase();
+    }
     if acc == NEVER {
         // SAFETY: the host passes a live word.
         unsafe { sink.write_volatile(acc) };
@@ -27,12 +33,7 @@ fn sink(acc: u32, sink: *mut u32) {
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_block_barrier(iterations: u32, out: *mut u32) {
     let mut barrier = BlockBarrier::new();
-    let mut acc = 0_u32;
-    for i in 0..iterations {
-        acc = acc.wrapping_add(thread_in_block() ^ i);
-        barrier.arrive_and_wait();
-    }
-    sink(acc, out);
+    phases(iterations, out, || barrier.arrive_and_wait());
 }
 
 /// `iterations` phases of the block's split-phase hardware barrier (`mbarrier`) in
@@ -43,12 +44,7 @@ pub unsafe extern "gpu-kernel" fn cost_shared_barrier(iterations: u32, out: *mut
     let slot = shared!(COST_SHARED_BARRIER: SharedBarrier);
     // SAFETY: every thread of the block runs this once.
     let barrier = unsafe { SharedBarrier::init(&slot, block_size()) };
-    let mut acc = 0_u32;
-    for i in 0..iterations {
-        acc = acc.wrapping_add(thread_in_block() ^ i);
-        barrier.arrive_and_wait();
-    }
-    sink(acc, out);
+    phases(iterations, out, || barrier.arrive_and_wait());
 }
 
 /// `iterations` phases of the generic algorithm at block scope in shared memory (the
@@ -58,24 +54,14 @@ pub unsafe extern "gpu-kernel" fn cost_generic_block_barrier(iterations: u32, ou
     let slot = shared!(COST_GENERIC_BLOCK_BARRIER: Barrier<Block>);
     // SAFETY: every thread of the block runs this once.
     let barrier = unsafe { slot.init_block(Barrier::new(block_size())) };
-    let mut acc = 0_u32;
-    for i in 0..iterations {
-        acc = acc.wrapping_add(thread_in_block() ^ i);
-        barrier.arrive_and_wait();
-    }
-    sink(acc, out);
+    phases(iterations, out, || barrier.arrive_and_wait());
 }
 
 /// `iterations` grid barriers of a cooperative launch (anchor: `k_grid_sync`,
 /// `cg::this_grid().sync()`).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_grid_sync(mut grid: Grid, iterations: u32, out: *mut u32) {
-    let mut acc = 0_u32;
-    for i in 0..iterations {
-        acc = acc.wrapping_add(thread_in_block() ^ i);
-        grid.sync();
-    }
-    sink(acc, out);
+    phases(iterations, out, || grid.sync());
 }
 
 /// `iterations` phases of a device-scope barrier in global memory with one arrival per
@@ -88,12 +74,7 @@ pub unsafe extern "gpu-kernel" fn cost_device_barrier_block(
 ) {
     // SAFETY: the host passes a barrier expecting every thread of the grid.
     let barrier = unsafe { &*barrier };
-    let mut acc = 0_u32;
-    for i in 0..iterations {
-        acc = acc.wrapping_add(thread_in_block() ^ i);
-        barrier.block_arrive_and_wait();
-    }
-    sink(acc, out);
+    phases(iterations, out, || barrier.block_arrive_and_wait());
 }
 
 /// `iterations` phases of a device-scope barrier in global memory, every thread
@@ -106,12 +87,7 @@ pub unsafe extern "gpu-kernel" fn cost_device_barrier_all(
 ) {
     // SAFETY: the host passes a barrier expecting every thread of the grid.
     let barrier = unsafe { &*barrier };
-    let mut acc = 0_u32;
-    for i in 0..iterations {
-        acc = acc.wrapping_add(thread_in_block() ^ i);
-        barrier.arrive_and_wait();
-    }
-    sink(acc, out);
+    phases(iterations, out, || barrier.arrive_and_wait());
 }
 
 /// Device-scope semaphore ping-pong between thread 0 of block 0 and of block 1,

@@ -13,6 +13,7 @@
 //! any `wait` returns (C++ [thread.latch.class]: `count_down` strongly happens before
 //! the return of the waits it unblocks).
 
+use core::convert::Infallible;
 use core::fmt;
 use core::marker::PhantomData;
 use core::time::Duration;
@@ -114,7 +115,7 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     /// `count_down` as one `fetch_sub` (see `Backend::UNCHECKED_FAST_PATHS`).
     #[inline]
     fn count_down_unchecked(&self, n: u32) {
-        let previous = combined_take::<S, B, _>(&self.state, n, |n| {
+        let Ok(previous) = combined_take::<S, B, Infallible>(&self.state, n, |n| {
             let previous = B::fetch_sub(&self.state, n, Ordering::Release);
             let count = previous & COUNT;
             if n > count {
@@ -123,13 +124,11 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
                     UsageErrorKind::CountDownExceedsCount { n, count },
                 ));
             }
-            Ok::<u32, UsageError>(previous)
+            Ok(previous)
         });
         // Reaching zero leaves the sleepers bit set here; waiters test the count only.
-        if let Ok(previous) = previous {
-            if previous & COUNT == n && previous & SLEEPERS != 0 {
-                B::wake_all(&self.state);
-            }
+        if previous & COUNT == n && previous & SLEEPERS != 0 {
+            B::wake_all(&self.state);
         }
     }
 

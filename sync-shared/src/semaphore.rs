@@ -31,7 +31,7 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
 use crate::stop_token::StopToken;
-use crate::update::update;
+use crate::update::{update, update_from};
 use crate::wait::{wait_until, Limits, Spin};
 
 /// The largest `MAX` a semaphore accepts, and the default: 2³⁰ − 1. (The fair
@@ -217,23 +217,14 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         self.acquire_slow(&Limits::stop(stop)).map_err(|_| Stopped)
     }
 
-    /// Takes a unit starting from `count`, a positive value just loaded: one
-    /// compare-and-swap when nobody raced, without loading the word again.
+    /// Takes a unit starting from `count`, a value just loaded: one compare-and-swap
+    /// when nobody raced, without loading the word again.
     #[inline]
-    fn take_from(&self, mut count: u32) -> bool {
-        while count > 0 {
-            match B::compare_exchange(
-                &self.count,
-                count,
-                count - 1,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(actual) => count = actual,
-            }
-        }
-        false
+    fn take_from(&self, count: u32) -> bool {
+        update_from::<S, B, _>(&self.count, count, Ordering::Acquire, |count| {
+            count.checked_sub(1).ok_or(())
+        })
+        .is_ok()
     }
 
     #[cold]

@@ -11,9 +11,20 @@ use crate::scope::Scope;
 pub(crate) fn update<S: Scope, B: Backend<S>, E>(
     word: &Word,
     success: Ordering,
+    next: impl FnMut(u32) -> Result<u32, E>,
+) -> Result<u32, E> {
+    update_from::<S, B, E>(word, B::load(word, Ordering::Relaxed), success, next)
+}
+
+/// [`update`] starting from `current`, a value of the word the caller just loaded (the
+/// first compare-and-swap needs no load of its own).
+#[inline]
+pub(crate) fn update_from<S: Scope, B: Backend<S>, E>(
+    word: &Word,
+    mut current: u32,
+    success: Ordering,
     mut next: impl FnMut(u32) -> Result<u32, E>,
 ) -> Result<u32, E> {
-    let mut current = B::load(word, Ordering::Relaxed);
     loop {
         let new = next(current)?;
         match B::compare_exchange(word, current, new, success, Ordering::Relaxed) {
