@@ -19,9 +19,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
-/// Hopper (H100/H200), PTX ISA 8.0 (cluster scope, `mbarrier.try_wait`).
+/// Hopper (H100/H200), PTX ISA 8.6: cluster scope and `mbarrier.try_wait` (8.0), and the
+/// one-way `fence.acquire`/`fence.release` (8.6; a CUDA 12.8 or newer driver loads it).
 const CPU: &str = "sm_90";
-const PTX_ISA: &str = "+ptx80";
+const PTX_ISA: &str = "+ptx86";
 
 fn main() {
     let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));

@@ -8,8 +8,11 @@
 //!
 //! C++ orderings map to PTX as in the PTX memory model's mapping (the same mapping
 //! libcu++ uses): `SeqCst` is `fence.sc` at the scope followed by the acquire form (or
-//! the relaxed form for stores); `Acquire`/`Release`/`AcqRel` fences are
-//! `fence.acq_rel`. Addresses are generic, so objects may sit in shared, global,
+//! the relaxed form for stores); `Acquire`, `Release` and `AcqRel` fences are
+//! `fence.acquire`, `fence.release` and `fence.acq_rel` (the one-way fences are PTX ISA
+//! 8.6; on sm_90 an acquire fence is an L1 invalidation, far cheaper than the memory
+//! barrier of the other two, which makes "relaxed polls, then one acquire fence" the
+//! cheap way to wait). Addresses are generic, so objects may sit in shared, global,
 //! mapped or managed memory. PTX has no thread scope: `Thread` uses `.cta`, the
 //! narrowest scope that exists.
 
@@ -82,7 +85,8 @@ pub unsafe trait PtxScope: Scope {
     unsafe fn fetch_max_u32(ptr: *mut u32, value: u32, order: Ordering) -> u32;
     /// Unsigned maximum on a 64-bit word.
     unsafe fn fetch_max_u64(ptr: *mut u64, value: u64, order: Ordering) -> u64;
-    /// Fence (`SeqCst` → `fence.sc`, others → `fence.acq_rel`).
+    /// Fence (`SeqCst` → `fence.sc`, `AcqRel` → `fence.acq_rel`, `Acquire` →
+    /// `fence.acquire`, `Release` → `fence.release`).
     fn fence(order: Ordering);
 }
 
@@ -240,8 +244,17 @@ macro_rules! ptx_scope {
                 unsafe {
                     match order {
                         Ordering::SeqCst => asm!(concat!("fence.sc.", $q, ";"), options(nostack)),
-                        Ordering::Relaxed => {}
-                        _ => asm!(concat!("fence.acq_rel.", $q, ";"), options(nostack)),
+                        Ordering::AcqRel => {
+                            asm!(concat!("fence.acq_rel.", $q, ";"), options(nostack))
+                        }
+                        Ordering::Acquire => {
+                            asm!(concat!("fence.acquire.", $q, ";"), options(nostack))
+                        }
+                        Ordering::Release => {
+                            asm!(concat!("fence.release.", $q, ";"), options(nostack))
+                        }
+                        // `Relaxed` (the enum is non-exhaustive): no fence.
+                        _ => {}
                     }
                 }
             }

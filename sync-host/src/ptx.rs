@@ -1,5 +1,5 @@
 //! The project's kernels as PTX, compiled by `build.rs` from `kernels/` for `sm_90`
-//! (PTX ISA 8.0) and embedded in the host library.
+//! (PTX ISA 8.6) and embedded in the host library.
 
 use std::fmt;
 
