@@ -1,10 +1,11 @@
 //! [`Grid`]: the grid-wide barrier of a cooperative launch.
 
-use core::arch::asm;
+use sync_shared::{Device, Ordering};
 
 use crate::block_barrier::sync_block;
 use crate::geometry::thread_in_block;
 use crate::geometry::{block_count, block_index, global_thread_count, global_thread_index};
+use crate::ptx_atomics::PtxScope;
 
 /// The grid of a cooperative launch, with its barrier. A kernel gets one only as a
 /// parameter filled in by the host's cooperative launch
@@ -13,12 +14,22 @@ use crate::geometry::{block_count, block_index, global_thread_count, global_thre
 /// cannot exist in a launch where it would deadlock.
 ///
 /// [`sync`](Self::sync) is one atomic per block per phase: the block meets at its
-/// hardware barrier, thread 0 adds its arrival to a grid-wide counter with a release
-/// reduction (no reply awaited) and polls the counter with acquire loads until every
-/// block of this phase has arrived, and the block meets again. The counter only grows
-/// (phase `k` is complete when it reaches `k × blocks`), so there is no reset step and
-/// no separate "generation" word to flip: the last block's arrival is itself the
-/// release of everyone.
+/// hardware barrier, thread 0 adds its arrival to a grid-wide counter (release) and,
+/// unless the reply says its block was the last, polls the counter with relaxed loads
+/// until every block of this phase has arrived, then takes one acquire fence, and the
+/// block meets again. The counter only grows (phase `k` is complete when it reaches
+/// `k × blocks`), so there is no reset step and no separate "generation" word to flip:
+/// the last block's arrival is itself the release of everyone.
+///
+/// Why this shape (each measured on an H200 against `cg::this_grid().sync()`, see the
+/// README): the release's memory barrier is the largest single cost and cannot move
+/// (it must follow the block barrier to cover every thread's writes); relaxed polls
+/// plus one `fence.acquire` (an L1 invalidation) beat acquire loads (one invalidation
+/// per poll); waiting for the arrival's reply before polling, and skipping the poll
+/// in the last block, beat a fire-and-forget reduction, because polls that reach the
+/// counter while arrivals are still landing slow those arrivals down — for the same
+/// reason more pollers per block, split counters and per-block flags all measured
+/// slower.
 ///
 /// Counterpart: `cooperative_groups::this_grid().sync()`.
 ///
@@ -52,34 +63,24 @@ impl Grid {
         sync_block();
         if thread_in_block() == 0 {
             let target = self.phase.wrapping_mul(block_count());
-            // SAFETY: the launch passes a live, zeroed device word for the whole grid.
-            unsafe {
-                asm!(
-                    "red.release.gpu.add.u32 [{a}], 1;",
-                    a = in(reg64) self.arrivals as u64,
-                    options(nostack),
-                )
-            };
-            // Wrapping comparison: the counter wraps after 2³² arrivals, and no block
-            // can be more than one phase (`blocks` arrivals) ahead of another. (Relaxed
-            // polls with one acquire fence after them measured slower on an H200.)
-            while (self.arrived().wrapping_sub(target) as i32) < 0 {}
+            // SAFETY: the launch passes a live, zeroed device word for the whole grid,
+            // which only these atomics touch.
+            let before = unsafe { Device::fetch_add_u32(self.arrivals, 1, Ordering::Release) };
+            if before.wrapping_add(1) != target {
+                // Wrapping comparison: the counter wraps after 2³² arrivals, and no
+                // block can be more than one phase (`blocks` arrivals) ahead of another.
+                // SAFETY: as above.
+                while (unsafe { Device::load_u32(self.arrivals, Ordering::Relaxed) }
+                    .wrapping_sub(target) as i32)
+                    < 0
+                {}
+            }
+            // With the relaxed read before it (the poll's or the reply's), an acquire
+            // pattern: it synchronizes with every block's release, whose arrivals that
+            // read observed through the chain of atomic adds.
+            Device::fence(Ordering::Acquire);
         }
         sync_block();
-    }
-
-    fn arrived(&self) -> u32 {
-        let arrived: u32;
-        // SAFETY: as in `sync`.
-        unsafe {
-            asm!(
-                "ld.acquire.gpu.u32 {v}, [{a}];",
-                v = out(reg32) arrived,
-                a = in(reg64) self.arrivals as u64,
-                options(nostack),
-            )
-        };
-        arrived
     }
 
     /// Phases of the grid barrier this thread has completed.
