@@ -533,6 +533,12 @@ trait PhaseBarrier {
     fn arrive_and_wait(&self);
     fn wait_parity(&self, parity: bool);
     fn try_wait_parity(&self, parity: bool) -> bool;
+    /// Arrives once and waits by the parity the caller keeps (the hardware object's
+    /// own form; elsewhere an arrival and a parity wait).
+    fn arrive_and_wait_parity(&self, parity: bool) {
+        let _token = self.arrive(1);
+        self.wait_parity(parity);
+    }
     fn arrive_and_drop(&self);
     /// The whole block arrives as one ([`WholeBlock`]) where the object supports it.
     /// Collective over the block.
@@ -601,11 +607,15 @@ impl PhaseBarrier for SharedBarrier {
     fn try_wait_parity(&self, parity: bool) -> bool {
         SharedBarrier::try_wait_parity(self, parity)
     }
+    fn arrive_and_wait_parity(&self, parity: bool) {
+        SharedBarrier::arrive_and_wait_parity(self, parity)
+    }
     fn arrive_and_drop(&self) {
         SharedBarrier::arrive_and_drop(self)
     }
     fn block_arrive_and_wait(&self) {
-        // No whole-block form on the hardware object (its warps already combine).
+        // No whole-block form on the hardware object (it takes every thread's arrival
+        // in stride).
         SharedBarrier::arrive_and_wait(self)
     }
 }
@@ -622,6 +632,8 @@ enum Meeting {
     Pairs,
     /// `arrive(1)`, then `wait_parity` with the token's parity.
     Parity,
+    /// `arrive_and_wait_parity()` with the parity the loop keeps.
+    AndWaitParity,
     /// `block_arrive_and_wait()` (one arrival per block).
     WholeBlock,
 }
@@ -642,6 +654,7 @@ fn meeting(phase: u32, drop_phase: u32) -> Meeting {
         2 if phase % 8 == 6 => Meeting::WholeBlock,
         2 => Meeting::AndWait,
         3 => Meeting::Split,
+        0 if phase % 8 == 4 => Meeting::AndWaitParity,
         _ => Meeting::Parity,
     }
 }
@@ -707,6 +720,13 @@ fn meet<B: PhaseBarrier>(barrier: &B, ctx: &Ctx, meeting: Meeting, parity: bool)
                 return barrier.try_wait_for(&token, ctx.patience());
             }
             barrier.wait_parity(parity);
+            true
+        }
+        Meeting::AndWaitParity => {
+            if ctx.aborted() {
+                return split_phase(barrier, ctx, 1, parity);
+            }
+            barrier.arrive_and_wait_parity(parity);
             true
         }
         Meeting::WholeBlock => {

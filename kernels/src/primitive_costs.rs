@@ -47,6 +47,20 @@ pub unsafe extern "gpu-kernel" fn cost_shared_barrier(iterations: u32, out: *mut
     phases(iterations, out, || barrier.arrive_and_wait());
 }
 
+/// [`cost_shared_barrier`] with the thread keeping the phase parity
+/// (`arrive_and_wait_parity`), the hardware object's fastest loop.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn cost_shared_barrier_parity(iterations: u32, out: *mut u32) {
+    let slot = shared!(COST_SHARED_BARRIER_PARITY: SharedBarrier);
+    // SAFETY: every thread of the block runs this once.
+    let barrier = unsafe { SharedBarrier::init(&slot, block_size()) };
+    let mut parity = false;
+    phases(iterations, out, || {
+        barrier.arrive_and_wait_parity(parity);
+        parity = !parity;
+    });
+}
+
 /// `iterations` phases of the generic algorithm at block scope in shared memory (the
 /// portable path a `Barrier<Block>` takes; for comparison with the hardware paths).
 #[no_mangle]

@@ -124,14 +124,3 @@ pub fn group_on(object: *const (), n: u32) -> (u32, u32) {
     }
     (same_object, same_object.trailing_zeros())
 }
-
-/// [`group_on`] for callers that all pass the same `n` by construction: the lanes
-/// calling this together on the same `object`, and their leader, after [`sync`].
-#[inline(always)]
-pub fn group_on_object(object: *const ()) -> (u32, u32) {
-    let same_object = lanes_with_same(active_lanes(), object as u64);
-    if same_object.count_ones() > 1 {
-        sync(same_object);
-    }
-    (same_object, same_object.trailing_zeros())
-}
