@@ -103,6 +103,14 @@ pub unsafe trait Backend<S: Scope>: 'static {
     /// always check first and leave the object unchanged.
     const UNCHECKED_FAST_PATHS: bool = false;
 
+    /// Whether a compare-and-swap that fails costs no more than a load: both travel to
+    /// where the word lives and back (a GPU's L2), and a failed one returns the value
+    /// like a load. A conditional update can then start with a compare-and-swap on a
+    /// likely value instead of loading first, which saves a round trip when the guess
+    /// is right and costs nothing when it is wrong. `false` where a failed
+    /// compare-and-swap takes the cache line away from other readers (CPUs).
+    const GUESSING_CAS_IS_FREE: bool = false;
+
     /// Groups the calling thread with the threads that call `combine` on the same
     /// `word` at the same moment and in lockstep (a GPU warp's converged lanes) with the
     /// same `n`, so that one read-modify-write of the group's total can stand for all of

@@ -185,10 +185,17 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     /// Unlike C++'s `try_acquire`, this never fails spuriously.
     #[inline]
     pub fn try_acquire(&self) -> bool {
-        update::<S, B, _>(&self.count, Ordering::Acquire, |count| {
-            count.checked_sub(1).ok_or(())
-        })
-        .is_ok()
+        if B::GUESSING_CAS_IS_FREE {
+            // Guess 1, the count of a semaphore that hands one unit at a time from
+            // thread to thread: then the first compare-and-swap takes it, with no load
+            // before. Otherwise its reply is the count, as a load would have given.
+            self.take_from(1)
+        } else {
+            update::<S, B, _>(&self.count, Ordering::Acquire, |count| {
+                count.checked_sub(1).ok_or(())
+            })
+            .is_ok()
+        }
     }
 
     /// Blocks until it takes a unit (acquire).
@@ -217,8 +224,8 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         self.acquire_slow(&Limits::stop(stop)).map_err(|_| Stopped)
     }
 
-    /// Takes a unit starting from `count`, a value just loaded: one compare-and-swap
-    /// when nobody raced, without loading the word again.
+    /// Takes a unit starting from `count`, a value just loaded (or a guess): one
+    /// compare-and-swap when it was right, without loading the word again.
     #[inline]
     fn take_from(&self, count: u32) -> bool {
         update_from::<S, B, _>(&self.count, count, Ordering::Acquire, |count| {
