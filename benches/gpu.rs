@@ -1,11 +1,14 @@
 //! Criterion benches of per-scope GPU costs: dependent atomic chains and store+fence
 //! loops per scope (timed inside the kernel with `%clock64`, so launch overhead is not
-//! counted), and contended relaxed device-scope atomics (all threads, one word).
+//! counted), contended relaxed device-scope atomics (all threads, one word), and every
+//! device primitive of the report (one iteration = one barrier phase or semaphore
+//! round trip, timed with GPU events around launches of many).
 //! Without a CUDA driver it prints "skipped: no CUDA driver" and measures nothing.
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use scoped_sync::cuda::primitive_costs::WORKLOADS;
 use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
 
 /// Longest chain one launch runs; criterion's iteration counts are split into launches.
@@ -104,5 +107,43 @@ fn contended(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, per_scope, contended);
+/// Phases one launch of a primitive's cost kernel runs at most; criterion's iteration
+/// counts are split into launches of this many.
+const MAX_PHASES: u64 = 1 << 16;
+
+fn primitives(c: &mut Criterion) {
+    let Some(gpu) = runtime() else { return };
+    let sms = gpu.sm_count().expect("SMs");
+    let mut group = c.benchmark_group("gpu primitives, per phase or round trip");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(10);
+    for workload in &WORKLOADS {
+        let kernel = gpu.kernel(workload.kernel).expect("cost kernel");
+        for &block in workload.blocks {
+            let grid = workload.grid(sms);
+            let id = BenchmarkId::new(
+                format!("{} {} {}", workload.scope, workload.primitive, workload.op),
+                format!("{grid}x{block}"),
+            );
+            group.bench_function(id, |b| {
+                b.iter_custom(|phases| {
+                    let mut total = Duration::ZERO;
+                    let mut left = phases;
+                    while left > 0 {
+                        let n = u32::try_from(left.min(MAX_PHASES)).expect("fits");
+                        total += workload
+                            .time(&gpu, &kernel, grid, block, n)
+                            .expect("timed launch");
+                        left -= u64::from(n);
+                    }
+                    total
+                });
+            });
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, per_scope, contended, primitives);
 criterion_main!(benches);

@@ -6,7 +6,8 @@
 #   bash scripts/gpu-bundle.sh [DIR]      # default DIR: bundle/
 #   # copy DIR to the GPU host, then there:
 #   bash DIR/run.sh                       # the GPU tests
-#   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc)
+#   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc;
+#                                         # the same-address table also needs cupy)
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
 #
 # The runner runs every test twice: as is, and serialized under
@@ -45,6 +46,9 @@ cargo build --release --locked --bin scoped-sync
 cp target/release/scoped-sync "$out/scoped-sync"
 strip "$out/scoped-sync"
 cp scripts/gpu-compare.sh "$out/compare.sh"
+cp scripts/gpu-placement.py "$out/placement.py"
+# The PTX the binaries embed, for placement.py (which loads it beside the anchor's).
+cp "$(ls -t target/release/build/sync-host-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
 anchors="$(git rev-parse --show-toplevel)/../shared/anchors"
 cp "$anchors/gpu_baselines.cu" "$out/" 2>/dev/null \
     || echo "gpu-bundle: $anchors/gpu_baselines.cu not found; compare.sh will not run" >&2

@@ -53,6 +53,8 @@ PAIRS = [
     ("__syncthreads 1024", "BlockBarrier (bar.sync) 132x1024", 1.1),
     ("cuda::barrier<block> 128", "SharedBarrier (mbarrier) 132x128", None),
     ("cuda::barrier<block> 1024", "SharedBarrier (mbarrier) 132x1024", 0.8),
+    ("cuda::barrier<block> 128", "SharedBarrier arrive_and_wait_parity 132x128", None),
+    ("cuda::barrier<block> 1024", "SharedBarrier arrive_and_wait_parity 132x1024", None),
     ("cuda::barrier<block> 128", "Barrier<Block> in shared 132x128", None),
     ("cuda::barrier<block> 1024", "Barrier<Block> in shared 132x1024", None),
     ("cg::grid.sync() 128", "Grid::sync 132x128", 0.9),
@@ -86,3 +88,13 @@ for label, op, target in PAIRS:
 if failed:
     sys.exit("; ".join(failed))
 PY
+
+# The same comparison with both sides on the same words (see placement.py): the
+# single-address rows above depend on where each program's allocation landed.
+if python3 -c "import cupy" 2>/dev/null; then
+    nvcc -cubin -O3 -std=c++20 -arch=sm_90 gpu_baselines.cu -o "$work/anchor.cubin"
+    echo
+    python3 placement.py "$work/anchor.cubin" kernels.ptx
+else
+    echo "compare: no cupy; the same-address table is skipped" >&2
+fi

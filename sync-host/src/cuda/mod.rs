@@ -8,6 +8,7 @@ mod error;
 mod grid;
 mod launch_ex;
 mod mapped;
+pub mod primitive_costs;
 mod timing;
 
 use std::sync::Arc;

@@ -1,0 +1,189 @@
+//! The per-primitive cost kernels of the embedded PTX (`kernels/src/primitive_costs.rs`):
+//! which kernel, in which launch shape, with which arguments, shaped like the kernels of
+//! `shared/anchors/gpu_baselines.cu`, and one timed launch of each. The report and the
+//! criterion GPU benches both measure through this.
+
+use std::time::Duration;
+
+use super::{CudaError, Kernel, PushKernelArg, Runtime};
+use crate::{Barrier, CountingSemaphore};
+
+/// How a cost kernel is launched and what it takes.
+#[derive(Clone, Copy, Debug)]
+pub enum Launch {
+    /// `(iterations, sink)` on `SMs × block` threads.
+    Plain,
+    /// `(Grid, iterations, sink)`, cooperative, on `SMs × block` threads.
+    Grid,
+    /// `(barrier, iterations, sink)`; a fresh device barrier expecting every thread.
+    DeviceBarrier,
+    /// `(two semaphores, iterations)` on 2 × 32 threads.
+    PingPong,
+}
+
+/// One measured workload, with the anchor's launch shapes and iteration count.
+#[derive(Debug)]
+pub struct Workload {
+    /// The cost kernel's name in the embedded PTX.
+    pub kernel: &'static str,
+    /// The scope of the primitive under test (a label).
+    pub scope: &'static str,
+    /// The primitive (a label: "barrier", "semaphore").
+    pub primitive: &'static str,
+    /// The operation (a label, also the key `scripts/gpu-compare.sh` matches).
+    pub op: &'static str,
+    /// How the kernel is launched.
+    pub launch: Launch,
+    /// Threads per block, one measurement each.
+    pub blocks: &'static [u32],
+    /// Phases (or round trips) per launch.
+    pub iterations: u32,
+}
+
+/// Every device primitive the report and the benches time.
+pub const WORKLOADS: [Workload; 8] = [
+    Workload {
+        kernel: "cost_block_barrier",
+        scope: "block",
+        primitive: "barrier",
+        op: "BlockBarrier (bar.sync)",
+        launch: Launch::Plain,
+        blocks: &[128, 1024],
+        iterations: 20_000,
+    },
+    Workload {
+        kernel: "cost_shared_barrier",
+        scope: "block",
+        primitive: "barrier",
+        op: "SharedBarrier (mbarrier)",
+        launch: Launch::Plain,
+        blocks: &[128, 1024],
+        iterations: 20_000,
+    },
+    Workload {
+        kernel: "cost_shared_barrier_parity",
+        scope: "block",
+        primitive: "barrier",
+        op: "SharedBarrier arrive_and_wait_parity",
+        launch: Launch::Plain,
+        blocks: &[128, 1024],
+        iterations: 20_000,
+    },
+    Workload {
+        kernel: "cost_generic_block_barrier",
+        scope: "block",
+        primitive: "barrier",
+        op: "Barrier<Block> in shared",
+        launch: Launch::Plain,
+        blocks: &[128, 1024],
+        iterations: 20_000,
+    },
+    Workload {
+        kernel: "cost_grid_sync",
+        scope: "device",
+        primitive: "barrier",
+        op: "Grid::sync",
+        launch: Launch::Grid,
+        blocks: &[128, 1024],
+        iterations: 5_000,
+    },
+    Workload {
+        kernel: "cost_device_barrier_block",
+        scope: "device",
+        primitive: "barrier",
+        op: "Barrier<Device> block_arrive_and_wait",
+        launch: Launch::DeviceBarrier,
+        blocks: &[128, 1024],
+        iterations: 5_000,
+    },
+    Workload {
+        kernel: "cost_device_barrier_all",
+        scope: "device",
+        primitive: "barrier",
+        op: "Barrier<Device> arrive_and_wait",
+        launch: Launch::DeviceBarrier,
+        blocks: &[128],
+        iterations: 200,
+    },
+    Workload {
+        kernel: "cost_semaphore_ping_pong",
+        scope: "device",
+        primitive: "semaphore",
+        op: "ping-pong 2 blocks",
+        launch: Launch::PingPong,
+        blocks: &[32],
+        iterations: 20_000,
+    },
+];
+
+impl Workload {
+    /// Blocks in the launch on a GPU of `sms` multiprocessors: one per SM, or the two
+    /// of a ping-pong.
+    pub fn grid(&self, sms: u32) -> u32 {
+        match self.launch {
+            Launch::PingPong => 2,
+            _ => sms,
+        }
+    }
+
+    /// The GPU time of one launch of `kernel` (this workload's kernel) running
+    /// `iterations` phases on `grid × block` threads; the objects it uses are set up
+    /// before the timing starts.
+    pub fn time(
+        &self,
+        runtime: &Runtime,
+        kernel: &Kernel<'_>,
+        grid: u32,
+        block: u32,
+        iterations: u32,
+    ) -> Result<Duration, CudaError> {
+        time_launch(runtime, kernel, self.launch, grid, block, iterations)
+    }
+}
+
+fn time_launch(
+    runtime: &Runtime,
+    kernel: &Kernel<'_>,
+    launch: Launch,
+    grid: u32,
+    block: u32,
+    iterations: u32,
+) -> Result<Duration, CudaError> {
+    let sink = runtime.zeros::<u32>(1)?;
+    let elapsed = match launch {
+        // SAFETY: the plain cost kernels take (u32, u32 pointer).
+        Launch::Plain => runtime.gpu_time(|| unsafe {
+            kernel.launch(grid, block, |args| {
+                args.arg(&iterations).arg(&sink);
+            })
+        })?,
+        // SAFETY: `cost_grid_sync` takes (Grid, u32, u32 pointer).
+        Launch::Grid => runtime.gpu_time(|| unsafe {
+            kernel.launch_grid(grid, block, |args| {
+                args.arg(&iterations).arg(&sink);
+            })
+        })?,
+        Launch::DeviceBarrier => {
+            let barrier = runtime.upload_object(&Barrier::new(grid * block))?;
+            // SAFETY: the device barrier kernels take (barrier pointer, u32, u32
+            // pointer); the barrier expects every thread of the launch.
+            runtime.gpu_time(|| unsafe {
+                kernel.launch(grid, block, |args| {
+                    args.arg(&barrier).arg(&iterations).arg(&sink);
+                })
+            })?
+        }
+        Launch::PingPong => {
+            let semaphores: [CountingSemaphore; 2] =
+                [CountingSemaphore::new(0), CountingSemaphore::new(0)];
+            let both = runtime.upload_object(&semaphores)?;
+            // SAFETY: `cost_semaphore_ping_pong` takes (pointer to two semaphores, u32).
+            runtime.gpu_time(|| unsafe {
+                kernel.launch(grid, block, |args| {
+                    args.arg(&both).arg(&iterations);
+                })
+            })?
+        }
+    };
+    Ok(elapsed)
+}
