@@ -164,6 +164,35 @@ fn barrier_two_phases_completion() {
     SEEN.assert_all(MAIN_COMPLETES | OTHER_COMPLETES);
 }
 
+/// Each of two threads writes its own slot, then arrives: the completion reads both
+/// slots (arrivals happen before the completion) and each thread reads the other's
+/// slot after the wait (arrivals happen before every return from the wait). Arrivals
+/// release and only the last one acquires, with a fence: this checks that is enough.
+#[test]
+fn barrier_publishes_arrivals_to_completion_and_waiters() {
+    loom::model(|| {
+        let slots = Arc::new([Data::new(0), Data::new(0)]);
+        let barrier = {
+            let slots = slots.clone();
+            Arc::new(Barrier::<System, _>::with_completion(2, move || {
+                assert_eq!(slots[0].get() + slots[1].get(), 3);
+            }))
+        };
+        let other = {
+            let (barrier, slots) = (barrier.clone(), slots.clone());
+            thread::spawn(move || {
+                slots[1].set(2);
+                barrier.arrive_and_wait();
+                assert_eq!(slots[0].get(), 1);
+            })
+        };
+        slots[0].set(1);
+        barrier.arrive_and_wait();
+        assert_eq!(slots[1].get(), 2);
+        other.join().unwrap();
+    });
+}
+
 /// Three threads, two phases of `arrive_and_wait`: the completion runs once per phase
 /// and every thread sees its count after each phase.
 #[test]

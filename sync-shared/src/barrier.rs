@@ -244,7 +244,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             return Err(UsageError::new(OPERATION, UsageErrorKind::ZeroArrival));
         }
         let before = combined_take::<S, B, _>(&self.state, n, |n| {
-            let before = B::fetch_sub(&self.state, n, Ordering::AcqRel);
+            let before = B::fetch_sub(&self.state, n, Ordering::Release);
             let remaining = before & REMAINING;
             if n > remaining {
                 violated(UsageError::new(
@@ -300,7 +300,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
                 &self.state,
                 current,
                 current - n,
-                Ordering::AcqRel,
+                Ordering::Release,
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return Ok(current),
@@ -340,6 +340,11 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// Runs by the arrival that brought `remaining` to zero; `before` is the state just
     /// before that arrival.
     fn complete_phase(&self, before: u32) {
+        // Arrivals release (their read-modify-writes of `state` form one chain); this
+        // fence, after the one that saw every other arrival, acquires them all for the
+        // completion function and, through the release swap below, for every waiter.
+        // (Acquire on every arrival would cost each GPU arrival an L1 invalidation.)
+        B::fence(Ordering::Acquire);
         let abort_if_it_panics = CompletionPanicked;
         // SAFETY: only the arrival that took `remaining` to zero gets here, and no
         // arrival can start the next phase until the swap below.
@@ -347,7 +352,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         core::mem::forget(abort_if_it_panics);
         let next_expected = B::load(&self.expected, Ordering::Relaxed);
         let next = (!before & PARITY) | next_expected;
-        let previous = B::swap(&self.state, next, Ordering::AcqRel);
+        let previous = B::swap(&self.state, next, Ordering::Release);
         if previous & SLEEPERS != 0 {
             B::wake_all(&self.state);
         }

@@ -114,6 +114,11 @@ pub(crate) fn announce_with_flag<S: Scope, B: Backend<S>>(
 /// Waits until `ready(value)` holds for a value of `word` loaded with `order`, and
 /// returns that value.
 ///
+/// An `Acquire` wait polls with relaxed loads and takes one acquire fence after the
+/// load that saw the value (the same synchronization: a relaxed read followed by an
+/// acquire fence is an acquire pattern). On a GPU an acquire load invalidates the L1
+/// on every poll, the fence once.
+///
 /// Before each sleep, `announce(value)` must make sure that whoever next changes the
 /// word also wakes parked threads (typically by setting a "sleepers" bit with a CAS),
 /// and return the value to sleep on; `None` means the word changed meanwhile.
@@ -126,11 +131,31 @@ pub(crate) fn wait_until<S: Scope, B: Backend<S>>(
     ready: impl Fn(u32) -> bool,
     announce: impl Fn(u32) -> Option<u32>,
 ) -> Result<u32, Interrupted> {
-    let value = B::load(word, order);
+    let poll = poll_order(order);
+    let value = B::load(word, poll);
     if ready(value) {
+        finish_poll::<S, B>(order);
         return Ok(value);
     }
     wait_slow(word, order, limits, spin, &ready, &announce)
+}
+
+/// The order polls use for a wait of `order` (see [`wait_until`]).
+#[inline(always)]
+fn poll_order(order: Ordering) -> Ordering {
+    if order == Ordering::Acquire {
+        Ordering::Relaxed
+    } else {
+        order
+    }
+}
+
+/// After the poll that ended a wait of `order`: the acquire fence of an `Acquire` wait.
+#[inline(always)]
+fn finish_poll<S: Scope, B: Backend<S>>(order: Ordering) {
+    if order == Ordering::Acquire {
+        B::fence(Ordering::Acquire);
+    }
 }
 
 #[cold]
@@ -144,9 +169,11 @@ fn wait_slow<S: Scope, B: Backend<S>>(
 ) -> Result<u32, Interrupted> {
     let mut round = 0;
     let mut spinning = spin == Spin::First;
+    let poll = poll_order(order);
     loop {
-        let value = B::load(word, order);
+        let value = B::load(word, poll);
         if ready(value) {
+            finish_poll::<S, B>(order);
             return Ok(value);
         }
         limits.check()?;
