@@ -37,7 +37,8 @@ for r in range(1, rounds + 1):
         m = re.match(r"(atomic|fence)\s+(\S+)\s+\d+\s+\S+ \(([\d.]+) cyc\)", line)
         if scope and m:
             keep(ours, ("atomic chain" if m[1] == "atomic" else "store+fence", scope), float(m[3]))
-print(f"per-scope cost, cycles/op, best of {rounds} round(s) each, alternating")
+print(f"per-scope cost, cycles/op, best of {rounds} round(s) each, alternating; each program on")
+print("its own word, so this compares L2 placements as much as code: see the same-address table")
 print(f"{'operation':<14}{'scope':<8}{'CUDA C++':>10}{'ours':>10}{'ratio':>8}")
 for key in sorted(anchor):
     if key in ours:
