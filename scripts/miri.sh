@@ -13,7 +13,12 @@
 #   - tests/{stop_token,barrier,latch}.rs whole, except their longest loops and the
 #     tests that spawn a child process (Miri cannot), and the short functional tests
 #     of tests/{semaphore,fair_semaphore}.rs (their stress loops take minutes under
-#     Miri and trip the tests' hang guards).
+#     Miri and trip the tests' hang guards). Two of the fair semaphore's timed-out-waiter
+#     tests (head_waiter_times_out_before_a_later_one,
+#     later_waiter_timing_out_grants_nothing_to_the_head) are left out too: with nightly
+#     2026-05-19 they run past their hang guard's 600 virtual seconds under Miri, at
+#     commit 14644f1 as well (7 minutes each); natively they pass (100 runs in a row),
+#     and the loom model fair_semaphore_two_acquirers_and_releaser covers the queue.
 # A test file that does not exist is skipped; a filter that matches nothing runs nothing.
 #
 # Installs the nightly `miri` and `rust-src` components when missing (idempotent).
@@ -68,7 +73,7 @@ integration fair_semaphore libcxx_ acquire_release_try_acquire acquire_blocks_un
     acquire_stoppable fifo_order one_release_serves_the_whole_queue \
     release_n_lets_exactly_n_waiters_through try_acquire_does_not_jump_the_queue \
     stopped_waiter_conserves_the_count timed_out_waiter_conserves_the_count \
-    head_waiter_times_out later_waiter mutual_exclusion_survives timed_acquires_succeed \
+    mutual_exclusion_survives timed_acquires_succeed \
     timed_hang release_with_queued_waiters max_values in_a_static
 
 printf '\nscripts/miri.sh: all Miri runs passed\n'
