@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use scoped_sync::{FairSemaphore, StopSource, StopToken, Stopped, SEMAPHORE_MAX};
+use scoped_sync::{FairSemaphore, StopSource, StopToken, Stopped, WaiterSlot, SEMAPHORE_MAX};
 
 mod common;
 use common::{hang_guard, spin_until, Unsync};
@@ -567,5 +567,44 @@ fn fair_semaphore_in_a_static() {
             }
         });
         assert!(!STATIC_FAIR.try_acquire());
+    });
+}
+
+#[test]
+fn waiter_slots_serve_many_waits_in_fifo_order() {
+    // The `_in` methods queue in the caller's slot: each thread reuses one slot for
+    // every wait; the queue is still first-come, first-served and exclusive.
+    hang_guard("waiter_slots_serve_many_waits_in_fifo_order", 30, || {
+        let semaphore: FairSemaphore<1> = FairSemaphore::new(0);
+        let order = Mutex::new(Vec::new());
+        thread::scope(|s| {
+            for id in 0..3_u32 {
+                let (semaphore, order) = (&semaphore, &order);
+                spin_until(|| count(semaphore) == -(id as i64));
+                s.spawn(move || {
+                    let mut slot = WaiterSlot::new();
+                    semaphore.acquire_in(&mut slot);
+                    order.lock().unwrap().push(id);
+                    semaphore.release(1);
+                    for _ in 0..50 {
+                        semaphore.acquire_in(&mut slot);
+                        semaphore.release(1);
+                    }
+                    assert!(semaphore.try_acquire_for_in(&mut slot, Duration::from_secs(5)));
+                    semaphore.release(1);
+                });
+            }
+            spin_until(|| count(&semaphore) == -3);
+            semaphore.release(1);
+        });
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2]);
+        assert_eq!(count(&semaphore), 1);
+        let mut slot = WaiterSlot::new();
+        semaphore.acquire_in(&mut slot);
+        let deadline = Instant::now() + Duration::from_millis(5);
+        assert!(
+            !semaphore.try_acquire_until_in(&mut slot, deadline),
+            "took a unit nobody released"
+        );
     });
 }

@@ -459,3 +459,49 @@ fn grid_launch_refuses_one_block_more_than_can_be_coresident() {
         other => panic!("expected GridTooLarge, got {other:?}"),
     }
 }
+
+#[test]
+fn fair_semaphore_as_a_mutex_with_waiter_slots_in_global_memory() {
+    let Some(gpu) = runtime() else { return };
+    let init = gpu.kernel("conf_fair_semaphore_init").unwrap();
+    let kernel = gpu.kernel("conf_fair_semaphore_mutex").unwrap();
+    let (blocks, block, rounds) = (8_u32, 64_u32, 300_u32);
+    let threads = (blocks * block) as usize;
+    // Room for the semaphore and one slot per thread; host and device lay both out
+    // alike (a word and two 64-bit pointers), and zero bytes are an unused slot.
+    let semaphore = gpu
+        .zeros::<u8>(std::mem::size_of::<scoped_sync::FairSemaphore<1>>())
+        .unwrap();
+    let slots = gpu
+        .zeros::<u8>(threads * std::mem::size_of::<scoped_sync::WaiterSlot>())
+        .unwrap();
+    let words = gpu.zeros::<u32>(5).unwrap();
+    // SAFETY: (semaphore pointer) and (semaphore pointer, slot pointer, u32 pointer,
+    // u32) are the kernels' signatures; the buffers outlive both launches, which run in
+    // order on one stream.
+    unsafe {
+        init.launch(1, 1, |args| {
+            args.arg(&semaphore);
+        })
+        .unwrap();
+        kernel
+            .launch(blocks, block, |args| {
+                args.arg(&semaphore).arg(&slots).arg(&words).arg(&rounds);
+            })
+            .unwrap();
+    }
+    let [guarded, acquired, _holders, violations, timed_out] =
+        <[u32; 5]>::try_from(gpu.download(&words).unwrap()).unwrap();
+    let attempts = threads as u32 * rounds;
+    assert_eq!(
+        violations, 0,
+        "two holders of a binary fair semaphore at once"
+    );
+    assert_eq!(acquired + timed_out, attempts, "every attempt ended once");
+    assert_eq!(guarded, acquired, "the guarded counter lost increments");
+    let blocking = threads as u32 * (rounds - rounds / 3);
+    assert!(
+        acquired >= blocking,
+        "{acquired} acquisitions, fewer than the {blocking} blocking ones"
+    );
+}

@@ -149,6 +149,7 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     const PARK_NEEDS_WAKE: bool = false;
     const UNCHECKED_FAST_PATHS: bool = true;
     const GUESSING_CAS_IS_FREE: bool = true;
+    const STACKS_ARE_SHARED: bool = false;
 
     #[inline(always)]
     fn combine(word: &Word, n: u32) -> Combined {

@@ -19,7 +19,7 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
-pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread};
+pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread, WaiterSlot};
 
 #[cfg(target_arch = "nvptx64")]
 mod block_barrier;
@@ -78,6 +78,15 @@ pub type CountingSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = 
 /// [`sync_shared::BinarySemaphore`] on CUDA threads.
 #[cfg(target_arch = "nvptx64")]
 pub type BinarySemaphore<S = Device> = sync_shared::BinarySemaphore<S, Gpu>;
+/// [`sync_shared::FairSemaphore`] on CUDA threads: first-come, first-served. A GPU
+/// thread's stack is private to it, so a thread that may have to wait queues in a
+/// [`WaiterSlot`](sync_shared::WaiterSlot) of its own in global (or, for a block's
+/// semaphore, shared) memory, through the `_in` methods (`acquire_in`,
+/// `try_acquire_for_in`, ...); `acquire` and the other stack-node methods do not
+/// compile here.
+#[cfg(target_arch = "nvptx64")]
+pub type FairSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
+    sync_shared::FairSemaphore<S, Gpu, MAX>;
 /// [`sync_shared::StopSource`] on CUDA threads.
 #[cfg(target_arch = "nvptx64")]
 pub type StopSource<S = System> = sync_shared::StopSource<S, Gpu>;
@@ -93,5 +102,6 @@ mod layout_checks {
     assert_layout!(Barrier, layout::BARRIER);
     assert_layout!(Latch, layout::LATCH);
     assert_layout!(CountingSemaphore, layout::COUNTING_SEMAPHORE);
+    assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
     assert_layout!(StopSource, layout::STOP_SOURCE);
 }

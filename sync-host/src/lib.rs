@@ -22,7 +22,7 @@ pub mod ptx;
 pub use host::Host;
 pub use sync_shared::{
     error, scope, ArrivalToken, Block, Cluster, Completion, Device, NoCompletion, Scope, Stopped,
-    System, Thread, UsageError, UsageErrorKind, SEMAPHORE_MAX,
+    System, Thread, UsageError, UsageErrorKind, WaiterSlot, SEMAPHORE_MAX,
 };
 
 /// [`sync_shared::Barrier`] on CPU threads.

@@ -111,6 +111,14 @@ pub unsafe trait Backend<S: Scope>: 'static {
     /// compare-and-swap takes the cache line away from other readers (CPUs).
     const GUESSING_CAS_IS_FREE: bool = false;
 
+    /// Whether other threads can reach a thread's stack variables through a pointer.
+    /// CPU threads can. A GPU thread's stack is local memory: the same address names
+    /// each thread's own copy, so a queue node there is invisible to the releaser, and
+    /// [`FairSemaphore`](crate::FairSemaphore) takes a caller's
+    /// [`WaiterSlot`](crate::WaiterSlot) instead (its plain blocking methods do not
+    /// compile for such a backend).
+    const STACKS_ARE_SHARED: bool = true;
+
     /// Groups the calling thread with the threads that call `combine` on the same
     /// `word` at the same moment and in lockstep (a GPU warp's converged lanes) with the
     /// same `n`, so that one read-modify-write of the group's total can stand for all of

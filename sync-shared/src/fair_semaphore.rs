@@ -62,7 +62,9 @@ const PARKED: u32 = 1;
 /// `granted` of a waiter a releaser handed a unit to.
 const GRANTED: u32 = 2;
 
-/// A queued thread; lives on that thread's stack while it waits.
+/// A queued thread; lives on that thread's stack while it waits, or in the caller's
+/// [`WaiterSlot`].
+#[repr(C)]
 struct Waiter {
     /// Guarded by the semaphore's lock.
     next: UnsafeCell<*mut Waiter>,
@@ -70,6 +72,58 @@ struct Waiter {
     prev: UnsafeCell<*mut Waiter>,
     /// `WAITING`, `PARKED` or `GRANTED`.
     granted: Word,
+}
+
+impl Waiter {
+    const fn new() -> Self {
+        Self {
+            next: UnsafeCell::new(ptr::null_mut()),
+            prev: UnsafeCell::new(ptr::null_mut()),
+            granted: Word::new(WAITING),
+        }
+    }
+}
+
+/// Room for one thread queued on a [`FairSemaphore`], for threads whose stack the
+/// others cannot reach (GPU threads: a stack is local memory, private to its thread).
+/// A kernel keeps one per thread in global memory (in shared memory for a semaphore
+/// only its block uses) and passes it to the `_in` methods. A slot serves one waiting
+/// thread at a time (the `&mut` says so) and may be reused for any number of waits.
+///
+/// Counterpart: none (libcu++ semaphores are unfair).
+///
+/// ```
+/// use scoped_sync::{FairSemaphore, WaiterSlot};
+///
+/// let turns: FairSemaphore = FairSemaphore::new(1);
+/// let mut slot = WaiterSlot::new();
+/// turns.acquire_in(&mut slot);
+/// turns.release(1);
+/// ```
+#[repr(C)]
+pub struct WaiterSlot(Waiter);
+
+// SAFETY: a slot holds queue links that are only used under the semaphore's lock while
+// its thread waits; between waits it is inert, and any thread may own it.
+unsafe impl Send for WaiterSlot {}
+
+impl WaiterSlot {
+    /// An unused slot.
+    pub const fn new() -> Self {
+        Self(Waiter::new())
+    }
+}
+
+impl Default for WaiterSlot {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for WaiterSlot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WaiterSlot").finish_non_exhaustive()
+    }
 }
 
 /// A counting semaphore that serves blocked threads first-come, first-served.
@@ -112,6 +166,11 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     const MAX_IS_SUPPORTED: () = assert!(
         MAX <= SEMAPHORE_MAX,
         "FairSemaphore: MAX exceeds SEMAPHORE_MAX"
+    );
+    const STACK_NODES_WORK: () = assert!(
+        B::STACKS_ARE_SHARED,
+        "FairSemaphore: this backend's threads cannot reach each other's stacks (GPU \
+         local memory); use the `_in` methods with a WaiterSlot in global or shared memory"
     );
 
     const_fn! {
@@ -272,40 +331,75 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     }
 
     /// Blocks until it takes a unit, in FIFO order with other blocked threads.
+    ///
+    /// For a backend whose threads cannot reach each other's stacks (the GPU) this does
+    /// not compile: use [`acquire_in`](Self::acquire_in).
     #[inline]
     pub fn acquire(&self) {
-        if !self.try_acquire() {
-            let _ = self.acquire_slow(&Limits::NONE);
-        }
+        let () = Self::STACK_NODES_WORK;
+        self.acquire_in(&mut WaiterSlot::new());
     }
 
     /// Queues for at most `timeout`; `true` if it took a unit.
     pub fn try_acquire_for(&self, timeout: Duration) -> bool {
-        self.try_acquire() || self.acquire_slow(&Limits::within(timeout)).is_ok()
+        let () = Self::STACK_NODES_WORK;
+        self.try_acquire_for_in(&mut WaiterSlot::new(), timeout)
     }
 
     /// Queues until `deadline`; `true` if it took a unit.
     pub fn try_acquire_until(&self, deadline: B::Instant) -> bool {
-        self.try_acquire() || self.acquire_slow(&Limits::until(deadline)).is_ok()
+        let () = Self::STACK_NODES_WORK;
+        self.try_acquire_until_in(&mut WaiterSlot::new(), deadline)
     }
 
     /// Queues until it takes a unit, or until `stop` is requested.
     pub fn acquire_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+        let () = Self::STACK_NODES_WORK;
+        self.acquire_stoppable_in(&mut WaiterSlot::new(), stop)
+    }
+
+    /// [`acquire`](Self::acquire), queuing in `slot` if it has to wait (see
+    /// [`WaiterSlot`]).
+    #[inline]
+    pub fn acquire_in(&self, slot: &mut WaiterSlot) {
+        if !self.try_acquire() {
+            let _ = self.acquire_slow(&Limits::NONE, slot);
+        }
+    }
+
+    /// [`try_acquire_for`](Self::try_acquire_for), queuing in `slot`.
+    pub fn try_acquire_for_in(&self, slot: &mut WaiterSlot, timeout: Duration) -> bool {
+        self.try_acquire() || self.acquire_slow(&Limits::within(timeout), slot).is_ok()
+    }
+
+    /// [`try_acquire_until`](Self::try_acquire_until), queuing in `slot`.
+    pub fn try_acquire_until_in(&self, slot: &mut WaiterSlot, deadline: B::Instant) -> bool {
+        self.try_acquire() || self.acquire_slow(&Limits::until(deadline), slot).is_ok()
+    }
+
+    /// [`acquire_stoppable`](Self::acquire_stoppable), queuing in `slot`.
+    pub fn acquire_stoppable_in(
+        &self,
+        slot: &mut WaiterSlot,
+        stop: StopToken<'_, S, B>,
+    ) -> Result<(), Stopped> {
         if self.try_acquire() {
             return Ok(());
         }
-        self.acquire_slow(&Limits::stop(stop)).map_err(|_| Stopped)
+        self.acquire_slow(&Limits::stop(stop), slot)
+            .map_err(|_| Stopped)
     }
 
     #[cold]
-    fn acquire_slow(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
+    fn acquire_slow(
+        &self,
+        limits: &Limits<'_, S, B>,
+        slot: &mut WaiterSlot,
+    ) -> Result<(), Interrupted> {
         limits.check()?;
-        let waiter = Waiter {
-            next: UnsafeCell::new(ptr::null_mut()),
-            prev: UnsafeCell::new(ptr::null_mut()),
-            granted: Word::new(WAITING),
-        };
-        let node = ptr::from_ref(&waiter).cast_mut();
+        *slot = WaiterSlot::new();
+        let waiter = &slot.0;
+        let node = ptr::from_ref(waiter).cast_mut();
         self.lock();
         // Under the lock: take a free unit, or mark the queue non-empty while there is
         // none (one compare-and-swap, so a concurrent release either lands before it

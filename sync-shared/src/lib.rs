@@ -30,7 +30,7 @@ mod wait;
 pub use backend::{Backend, Combined, Word};
 pub use barrier::{ArrivalToken, Barrier, Completion, NoCompletion};
 pub use error::{Stopped, UsageError, UsageErrorKind};
-pub use fair_semaphore::FairSemaphore;
+pub use fair_semaphore::{FairSemaphore, WaiterSlot};
 pub use latch::Latch;
 pub use primitive::Ordering;
 pub use scope::{Block, Cluster, Device, Includes, Scope, System, Thread};
