@@ -75,11 +75,13 @@ struct Waiter {
 }
 
 impl Waiter {
-    const fn new() -> Self {
-        Self {
-            next: UnsafeCell::new(ptr::null_mut()),
-            prev: UnsafeCell::new(ptr::null_mut()),
-            granted: Word::new(WAITING),
+    const_fn! {
+        fn new() -> Self {
+            Self {
+                next: UnsafeCell::new(ptr::null_mut()),
+                prev: UnsafeCell::new(ptr::null_mut()),
+                granted: Word::new(WAITING),
+            }
         }
     }
 }
@@ -108,9 +110,11 @@ pub struct WaiterSlot(Waiter);
 unsafe impl Send for WaiterSlot {}
 
 impl WaiterSlot {
-    /// An unused slot.
-    pub const fn new() -> Self {
-        Self(Waiter::new())
+    const_fn! {
+        /// An unused slot.
+        pub fn new() -> Self {
+            Self(Waiter::new())
+        }
     }
 }
 
