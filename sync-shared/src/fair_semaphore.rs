@@ -341,25 +341,37 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     #[inline]
     pub fn acquire(&self) {
         let () = Self::STACK_NODES_WORK;
-        self.acquire_in(&mut WaiterSlot::new());
+        if !self.try_acquire() {
+            let _ = self.acquire_slow(&Limits::NONE, &mut WaiterSlot::new());
+        }
     }
 
     /// Queues for at most `timeout`; `true` if it took a unit.
     pub fn try_acquire_for(&self, timeout: Duration) -> bool {
         let () = Self::STACK_NODES_WORK;
-        self.try_acquire_for_in(&mut WaiterSlot::new(), timeout)
+        self.try_acquire()
+            || self
+                .acquire_slow(&Limits::within(timeout), &mut WaiterSlot::new())
+                .is_ok()
     }
 
     /// Queues until `deadline`; `true` if it took a unit.
     pub fn try_acquire_until(&self, deadline: B::Instant) -> bool {
         let () = Self::STACK_NODES_WORK;
-        self.try_acquire_until_in(&mut WaiterSlot::new(), deadline)
+        self.try_acquire()
+            || self
+                .acquire_slow(&Limits::until(deadline), &mut WaiterSlot::new())
+                .is_ok()
     }
 
     /// Queues until it takes a unit, or until `stop` is requested.
     pub fn acquire_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
         let () = Self::STACK_NODES_WORK;
-        self.acquire_stoppable_in(&mut WaiterSlot::new(), stop)
+        if self.try_acquire() {
+            return Ok(());
+        }
+        self.acquire_slow(&Limits::stop(stop), &mut WaiterSlot::new())
+            .map_err(|_| Stopped)
     }
 
     /// [`acquire`](Self::acquire), queuing in `slot` if it has to wait (see
