@@ -24,7 +24,7 @@
 //! ```
 #![cfg_attr(target_arch = "nvptx64", no_std)]
 
-pub use sync_shared::{backend, layout, scope, Backend, Ordering};
+pub use sync_shared::{backend, bus, layout, scope, Backend, Ordering};
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub use sync_host::*;

@@ -22,25 +22,25 @@ pub struct GlobalTime(pub u64);
 /// Rounds of pure polling before the first sleep. (Polling for a fixed 8 µs instead,
 /// by `%globaltimer`, measured 5% slower on a semaphore hand-off on an H200: the timer
 /// read costs more than the sleeps it saves.)
-const POLL_ROUNDS: u32 = 8;
+pub(crate) const POLL_ROUNDS: u32 = 8;
 /// First sleep, in nanoseconds; doubles each round.
 const FIRST_SLEEP_NS: u32 = 32;
 /// Longest sleep between polls, in nanoseconds (libcu++ waits grow to far longer and
 /// pay for it in wake-up latency).
 const MAX_SLEEP_NS: u32 = 1024;
 
-fn nanosleep(ns: u32) {
+pub(crate) fn nanosleep(ns: u32) {
     // SAFETY: `nanosleep` only suspends the thread; it touches no memory.
     unsafe { asm!("nanosleep.u32 {ns};", ns = in(reg32) ns, options(nomem, nostack)) };
 }
 
-fn backoff_ns(round: u32) -> u32 {
+pub(crate) fn backoff_ns(round: u32) -> u32 {
     let shift = round.saturating_sub(POLL_ROUNDS).min(16);
     (FIRST_SLEEP_NS << shift).min(MAX_SLEEP_NS)
 }
 
 /// PTX `cas` has one ordering: the stronger of the success and failure orderings.
-fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
+pub(crate) fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
     match (success, failure) {
         (Ordering::SeqCst, _) | (_, Ordering::SeqCst) => Ordering::SeqCst,
         (Ordering::Release, Ordering::Acquire) => Ordering::AcqRel,

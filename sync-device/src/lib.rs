@@ -19,10 +19,15 @@
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
+pub use sync_shared::bus::{
+    BusArrivalToken, Consumer, GpuToHost, HostToGpu, Producer, WaitError, BUS_COUNT_MAX,
+};
 pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread, WaiterSlot};
 
 #[cfg(target_arch = "nvptx64")]
 mod block_barrier;
+#[cfg(target_arch = "nvptx64")]
+mod bus_side;
 #[cfg(target_arch = "nvptx64")]
 mod cluster;
 #[cfg(target_arch = "nvptx64")]
@@ -44,6 +49,8 @@ mod whole_block;
 
 #[cfg(target_arch = "nvptx64")]
 pub use block_barrier::{sync_block, BlockBarrier};
+#[cfg(target_arch = "nvptx64")]
+pub use bus_side::DeviceWait;
 #[cfg(target_arch = "nvptx64")]
 pub use cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
 #[cfg(target_arch = "nvptx64")]
@@ -94,6 +101,22 @@ pub type StopSource<S = System> = sync_shared::StopSource<S, Gpu>;
 #[cfg(target_arch = "nvptx64")]
 pub type StopToken<'a, S = System> = sync_shared::StopToken<'a, S, Gpu>;
 
+/// [`sync_shared::bus::HandoffSemaphore`] on CUDA threads: units handed across the bus.
+#[cfg(target_arch = "nvptx64")]
+pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Gpu>;
+/// [`sync_shared::bus::HandoffChannel`] on CUDA threads: a handoff semaphore each way.
+#[cfg(target_arch = "nvptx64")]
+pub type HandoffChannel = sync_shared::bus::HandoffChannel<Gpu>;
+/// [`sync_shared::bus::BusLatch`] on CUDA threads.
+#[cfg(target_arch = "nvptx64")]
+pub type BusLatch = sync_shared::bus::BusLatch<Gpu>;
+/// [`sync_shared::bus::BusBarrier`] on CUDA threads.
+#[cfg(target_arch = "nvptx64")]
+pub type BusBarrier = sync_shared::bus::BusBarrier<Gpu>;
+/// [`sync_shared::bus::BusStopSource`] on CUDA threads.
+#[cfg(target_arch = "nvptx64")]
+pub type BusStopSource = sync_shared::bus::BusStopSource<Gpu>;
+
 #[cfg(target_arch = "nvptx64")]
 mod layout_checks {
     use super::*;
@@ -104,4 +127,9 @@ mod layout_checks {
     assert_layout!(CountingSemaphore, layout::COUNTING_SEMAPHORE);
     assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
     assert_layout!(StopSource, layout::STOP_SOURCE);
+    assert_layout!(HandoffSemaphore<GpuToHost>, layout::HANDOFF_SEMAPHORE);
+    assert_layout!(HandoffChannel, layout::HANDOFF_CHANNEL);
+    assert_layout!(BusLatch, layout::BUS_LATCH);
+    assert_layout!(BusBarrier, layout::BUS_BARRIER);
+    assert_layout!(BusStopSource, layout::BUS_STOP_SOURCE);
 }

@@ -11,6 +11,7 @@
 //! let barrier = sync_host::Barrier::<sync_shared::Block>::new(2); // no Backend<Block> for Host
 //! ```
 
+mod bus_side;
 pub mod cuda;
 #[cfg(all(target_os = "linux", not(loom)))]
 mod futex;
@@ -20,6 +21,9 @@ mod parking;
 pub mod ptx;
 
 pub use host::Host;
+pub use sync_shared::bus::{
+    BusArrivalToken, BusWait, Consumer, GpuToHost, HostToGpu, Producer, BUS_COUNT_MAX,
+};
 pub use sync_shared::{
     error, scope, ArrivalToken, Block, Cluster, Completion, Device, NoCompletion, Scope, Stopped,
     System, Thread, UsageError, UsageErrorKind, WaiterSlot, SEMAPHORE_MAX,
@@ -43,6 +47,17 @@ pub type StopSource<S = System> = sync_shared::StopSource<S, Host>;
 pub type StopToken<'a, S = System> = sync_shared::StopToken<'a, S, Host>;
 /// [`sync_shared::StopCallback`] on CPU threads.
 pub type StopCallback<'a, F, S = System> = sync_shared::StopCallback<'a, F, S, Host>;
+
+/// [`sync_shared::bus::HandoffSemaphore`] on CPU threads: units handed across the bus.
+pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Host>;
+/// [`sync_shared::bus::HandoffChannel`] on CPU threads: a handoff semaphore each way.
+pub type HandoffChannel = sync_shared::bus::HandoffChannel<Host>;
+/// [`sync_shared::bus::BusLatch`] on CPU threads.
+pub type BusLatch = sync_shared::bus::BusLatch<Host>;
+/// [`sync_shared::bus::BusBarrier`] on CPU threads.
+pub type BusBarrier = sync_shared::bus::BusBarrier<Host>;
+/// [`sync_shared::bus::BusStopSource`] on CPU threads.
+pub type BusStopSource = sync_shared::bus::BusStopSource<Host>;
 
 /// A registered [`StopCallback`] on the heap: the closest thing to constructing a C++
 /// `std::stop_callback`. Dropping the box deregisters it.
@@ -68,4 +83,9 @@ mod layout_checks {
     assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
     #[cfg(target_pointer_width = "64")]
     assert_layout!(StopSource, layout::STOP_SOURCE);
+    assert_layout!(HandoffSemaphore<GpuToHost>, layout::HANDOFF_SEMAPHORE);
+    assert_layout!(HandoffChannel, layout::HANDOFF_CHANNEL);
+    assert_layout!(BusLatch, layout::BUS_LATCH);
+    assert_layout!(BusBarrier, layout::BUS_BARRIER);
+    assert_layout!(BusStopSource, layout::BUS_STOP_SOURCE);
 }

@@ -22,6 +22,32 @@ pub const FAIR_SEMAPHORE: Layout = Layout { size: 24, align: 8 };
 /// `StopSource` on a 64-bit target: state word, requester, list head, running node.
 pub const STOP_SOURCE: Layout = Layout { size: 32, align: 8 };
 
+/// `bus::HandoffSemaphore`: released (bus), reserved and taken lines.
+pub const HANDOFF_SEMAPHORE: Layout = Layout {
+    size: 192,
+    align: 64,
+};
+/// `bus::HandoffChannel`: both released counts on one line, then four side lines.
+pub const HANDOFF_CHANNEL: Layout = Layout {
+    size: 320,
+    align: 64,
+};
+/// `bus::BusLatch`: both counts on one line, two side lines, the expected count.
+pub const BUS_LATCH: Layout = Layout {
+    size: 256,
+    align: 64,
+};
+/// `bus::BusBarrier`: both counts on one line, two side lines, the parties.
+pub const BUS_BARRIER: Layout = Layout {
+    size: 256,
+    align: 64,
+};
+/// `bus::BusStopSource`: both request words on one line, two claim lines.
+pub const BUS_STOP_SOURCE: Layout = Layout {
+    size: 192,
+    align: 64,
+};
+
 /// The layout of `T`.
 pub const fn of<T>() -> Layout {
     Layout {

@@ -16,6 +16,7 @@ mod primitive;
 
 pub mod backend;
 pub mod barrier;
+pub mod bus;
 pub mod error;
 pub mod fair_semaphore;
 pub mod latch;

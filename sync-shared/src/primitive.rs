@@ -3,9 +3,9 @@
 //! `primitive` module and tokio's `loom` module).
 
 #[cfg(not(loom))]
-pub use core::sync::atomic::AtomicU32;
+pub use core::sync::atomic::{AtomicU32, AtomicU64};
 #[cfg(loom)]
-pub use loom::sync::atomic::AtomicU32;
+pub use loom::sync::atomic::{AtomicU32, AtomicU64};
 
 pub use core::sync::atomic::Ordering;
 

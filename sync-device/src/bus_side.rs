@@ -1,0 +1,133 @@
+//! The GPU's [`Side`] of bus objects, and [`DeviceWait`].
+
+use core::time::Duration;
+
+use sync_shared::bus::{BusStopSource, BusWait, BusWord, Side, SideKind, WaitError};
+use sync_shared::{Backend, Device, Ordering, System};
+
+use crate::gpu::{backoff_ns, cas_order, nanosleep, GlobalTime, Gpu, POLL_ROUNDS};
+use crate::ptx_atomics::PtxScope;
+
+// SAFETY: bus words get `ld`/`st` at `.sys` scope (atomic on mapped memory as aligned
+// 8-byte loads and stores); side words get `.gpu`-scope atomics, atomic among all GPU
+// threads wherever the word lives because no host thread touches side words of the
+// GPU; `pause` only sleeps.
+unsafe impl Side for Gpu {
+    const KIND: SideKind = SideKind::Gpu;
+
+    #[inline(always)]
+    fn load_bus(word: &BusWord, order: Ordering) -> u64 {
+        // SAFETY: a live, aligned atomic word.
+        unsafe { System::load_u64(word.as_ptr(), order) }
+    }
+    #[inline(always)]
+    fn store_bus(word: &BusWord, value: u64, order: Ordering) {
+        // SAFETY: as above.
+        unsafe { System::store_u64(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn load_side(word: &BusWord, order: Ordering) -> u64 {
+        // SAFETY: as above.
+        unsafe { Device::load_u64(word.as_ptr(), order) }
+    }
+    #[inline(always)]
+    fn store_side(word: &BusWord, value: u64, order: Ordering) {
+        // SAFETY: as above.
+        unsafe { Device::store_u64(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn fetch_add_side(word: &BusWord, value: u64, order: Ordering) -> u64 {
+        // SAFETY: as above.
+        unsafe { Device::fetch_add_u64(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn compare_exchange_side(
+        word: &BusWord,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        // SAFETY: as above.
+        let previous =
+            unsafe { Device::cas_u64(word.as_ptr(), current, new, cas_order(success, failure)) };
+        if previous == current {
+            Ok(previous)
+        } else {
+            Err(previous)
+        }
+    }
+    fn pause(round: &mut u32) {
+        nanosleep(backoff_ns(*round));
+        *round = round.saturating_add(1);
+    }
+}
+
+/// A GPU thread's wait for the host: polls with a capped exponential `nanosleep`
+/// backoff (at most about 1 µs between polls, so a release after a long wait is seen
+/// within a few microseconds), until a deadline (`%globaltimer`) or a stop request on
+/// a [`BusStopSource`].
+///
+/// ```ignore
+/// let unit = work.acquire(DeviceWait::new().stop(stop))?;
+/// ```
+#[derive(Clone, Copy)]
+pub struct DeviceWait<'a> {
+    deadline: Option<GlobalTime>,
+    stop: Option<&'a BusStopSource<Gpu>>,
+}
+
+impl<'a> DeviceWait<'a> {
+    /// Waits for ever.
+    pub fn new() -> Self {
+        Self {
+            deadline: None,
+            stop: None,
+        }
+    }
+
+    /// Ends the wait with [`WaitError::TimedOut`] after `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        let now = <Gpu as Backend<System>>::now();
+        self.deadline = Some(<Gpu as Backend<System>>::after(now, timeout));
+        self
+    }
+
+    /// Ends the wait with [`WaitError::Stopped`] once either side requests stop on
+    /// `stop`.
+    pub fn stop(mut self, stop: &'a BusStopSource<Gpu>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+}
+
+impl Default for DeviceWait<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BusWait for DeviceWait<'_> {
+    type Error = WaitError;
+
+    fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), WaitError> {
+        let mut round = 0;
+        loop {
+            if ready() {
+                return Ok(());
+            }
+            if self.stop.is_some_and(|stop| stop.stop_requested()) {
+                return Err(WaitError::Stopped);
+            }
+            if let Some(deadline) = self.deadline {
+                if <Gpu as Backend<System>>::now() >= deadline {
+                    return Err(WaitError::TimedOut);
+                }
+            }
+            if round >= POLL_ROUNDS {
+                nanosleep(backoff_ns(round));
+            }
+            round = round.saturating_add(1);
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! [`PublishedCount`]: a cumulative count that the threads of one side add to and the
+//! other side reads, with no read-modify-write on the word the other side reads.
+//!
+//! # Protocol
+//!
+//! An adder *reserves* its units with a fetch-add on the side word `reserved`, which
+//! gives it the sequence numbers `first..first + n`; then it *publishes* by storing
+//! `first + n` to the bus word `published`, after waiting until `published == first`
+//! (every adder ahead of it has published). The published value therefore only grows,
+//! and when it reads `k`, the units `0..k` are all complete: a reader that sees `k` may
+//! use whatever the adders of those units wrote before publishing (a slot per sequence
+//! number, say).
+//!
+//! An exclusive endpoint sets [`EXCLUSIVE`] in `reserved` and then keeps the count in a
+//! register: its adds are one store each, with no read-modify-write and no wait.
+//!
+//! # Memory ordering
+//!
+//! The publishing store is a release, the loads of readers are acquire; the wait for
+//! one's turn is an acquire load, so an adder's release also carries the writes of the
+//! adders before it (a chain of release/acquire pairs).
+
+use super::{misuse, BusWord, Side, SideKind, BUS_COUNT_MAX, EXCLUSIVE};
+use crate::primitive::{const_fn, Ordering};
+
+/// The published words of both sides on one 64-byte line. A round trip (one side
+/// publishes, the other answers) then moves one cache line across the bus: measured on
+/// an H200, 1.8 µs, as raw spinning on one word, against 2.7 µs with the two words on
+/// two lines.
+#[repr(C, align(64))]
+pub(crate) struct BusPair {
+    host: BusWord,
+    gpu: BusWord,
+}
+
+impl BusPair {
+    const_fn! {
+        pub(crate) fn new(host: u64, gpu: u64) -> Self {
+            Self {
+                host: BusWord::new(host),
+                gpu: BusWord::new(gpu),
+            }
+        }
+    }
+
+    /// The word that `side` publishes.
+    pub(crate) fn of(&self, side: SideKind) -> &BusWord {
+        match side {
+            SideKind::Host => &self.host,
+            SideKind::Gpu => &self.gpu,
+        }
+    }
+}
+
+/// See the [module docs](self): a published bus word and the side word of the side
+/// that adds to it.
+#[derive(Clone, Copy)]
+pub(crate) struct PublishedCount<'a> {
+    /// Bus word: the count as published to the other side.
+    pub(crate) published: &'a BusWord,
+    /// Side word: units handed out to adders; [`EXCLUSIVE`] while an endpoint owns it.
+    pub(crate) reserved: &'a BusWord,
+}
+
+impl PublishedCount<'_> {
+    /// The published count (either side may read it).
+    #[inline]
+    pub(crate) fn value<B: Side>(&self, order: Ordering) -> u64 {
+        B::load_bus(self.published, order)
+    }
+
+    /// Adds `n` units (owning side only): `fill(first)` runs after the units' sequence
+    /// numbers `first..first + n` are reserved and before they are published.
+    #[inline]
+    pub(crate) fn add_with<B: Side>(
+        &self,
+        n: u64,
+        operation: &'static str,
+        fill: impl FnOnce(u64),
+    ) -> u64 {
+        let first = B::fetch_add_side(self.reserved, n, Ordering::Relaxed);
+        if first & EXCLUSIVE != 0 {
+            misuse(
+                operation,
+                "an exclusive endpoint of this side owns the count",
+            );
+        }
+        if first.checked_add(n).is_none_or(|end| end > BUS_COUNT_MAX) {
+            misuse(operation, "the cumulative count would exceed BUS_COUNT_MAX");
+        }
+        fill(first);
+        self.publish::<B>(first, n);
+        first
+    }
+
+    /// Stores `first + n` once every unit before `first` is published.
+    #[inline]
+    fn publish<B: Side>(&self, first: u64, n: u64) {
+        let mut round = 0;
+        while B::load_bus(self.published, Ordering::Acquire) != first {
+            B::pause(&mut round);
+        }
+        B::store_bus(self.published, first + n, Ordering::Release);
+    }
+
+    /// Makes the calling thread the only adder of its side: returns the count, which
+    /// the caller then keeps and publishes with
+    /// [`publish_exclusive`](Self::publish_exclusive), or `None` if an endpoint
+    /// already exists.
+    pub(crate) fn claim<B: Side>(&self) -> Option<u64> {
+        let reserved = claim_word::<B>(self.reserved)?;
+        // Adders that reserved before the claim may still be publishing.
+        let mut round = 0;
+        while B::load_bus(self.published, Ordering::Acquire) != reserved {
+            B::pause(&mut round);
+        }
+        Some(reserved)
+    }
+
+    /// An exclusive endpoint's add: `count` was the count, `count + n` is published.
+    #[inline]
+    pub(crate) fn publish_exclusive<B: Side>(&self, count: u64, n: u64, operation: &'static str) {
+        if count.checked_add(n).is_none_or(|end| end > BUS_COUNT_MAX) {
+            misuse(operation, "the cumulative count would exceed BUS_COUNT_MAX");
+        }
+        B::store_bus(self.published, count + n, Ordering::Release);
+    }
+
+    /// Ends an exclusive endpoint whose count is `count`.
+    pub(crate) fn unclaim<B: Side>(&self, count: u64) {
+        B::store_side(self.reserved, count, Ordering::Release);
+    }
+}
+
+/// Sets [`EXCLUSIVE`] in a side word; returns the count it held, or `None` if it was
+/// already set.
+pub(crate) fn claim_word<B: Side>(word: &BusWord) -> Option<u64> {
+    let mut value = B::load_side(word, Ordering::Relaxed);
+    loop {
+        if value & EXCLUSIVE != 0 {
+            return None;
+        }
+        match B::compare_exchange_side(
+            word,
+            value,
+            value | EXCLUSIVE,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => return Some(value),
+            Err(now) => value = now,
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! [`BusStopSource`]: a stop request that either side can make and both sides see.
+
+use core::fmt;
+use core::marker::PhantomData;
+
+use super::counter::BusPair;
+use super::{BusWait, Line, Side, SideKind};
+use crate::backend::Backend;
+use crate::primitive::{const_fn, Ordering};
+use crate::scope::Scope;
+use crate::stop_token::StopSource;
+
+/// A stop flag for work that spans the bus: the host stops a persistent kernel, or a
+/// kernel asks the host to stop (and the host runs its callbacks, see
+/// [`forward_to`](Self::forward_to)).
+///
+/// Each side has its own request word, written only by that side; a stop is requested
+/// when either is set.
+///
+/// Counterpart: `std::stop_source` across the bus. Callbacks stay on the side that
+/// registered them: a GPU cannot run a host closure, so host callbacks live on an
+/// ordinary host [`StopSource`] that [`forward_to`](Self::forward_to) triggers.
+///
+/// # Memory ordering
+///
+/// A request is a release and [`stop_requested`](Self::stop_requested) an acquire:
+/// what the requester wrote before is visible to a thread that sees the request.
+#[repr(C)]
+pub struct BusStopSource<B> {
+    /// Bus words: 1 once that side requested stop (one line).
+    requested: BusPair,
+    /// Host-side word: claimed by the first host request.
+    host_claim: Line,
+    /// GPU-side word: claimed by the first GPU request.
+    gpu_claim: Line,
+    _marker: PhantomData<fn() -> B>,
+}
+
+impl<B: Side> BusStopSource<B> {
+    const_fn! {
+        /// A source with no stop requested.
+        pub fn new() -> Self {
+            Self {
+                requested: BusPair::new(0, 0),
+                host_claim: Line::new(0),
+                gpu_claim: Line::new(0),
+                _marker: PhantomData,
+            }
+        }
+    }
+
+    /// Requests stop. Returns `true` if this call made the request: the first on its
+    /// side, with no request of the other side seen. (Two sides requesting at the same
+    /// moment may both get `true`: there is no word both could update.)
+    pub fn request_stop(&self) -> bool {
+        let (claim, other) = match B::KIND {
+            SideKind::Host => (&self.host_claim, SideKind::Gpu),
+            SideKind::Gpu => (&self.gpu_claim, SideKind::Host),
+        };
+        let first_here =
+            B::compare_exchange_side(&claim.word, 0, 1, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        if !first_here {
+            return false;
+        }
+        B::store_bus(self.requested.of(B::KIND), 1, Ordering::Release);
+        B::load_bus(self.requested.of(other), Ordering::Relaxed) == 0
+    }
+
+    /// Whether either side requested stop.
+    #[inline]
+    pub fn stop_requested(&self) -> bool {
+        self.requested_by_host() || self.requested_by_gpu()
+    }
+
+    /// Whether the host requested stop.
+    #[inline]
+    pub fn requested_by_host(&self) -> bool {
+        B::load_bus(self.requested.of(SideKind::Host), Ordering::Acquire) != 0
+    }
+
+    /// Whether the GPU requested stop.
+    #[inline]
+    pub fn requested_by_gpu(&self) -> bool {
+        B::load_bus(self.requested.of(SideKind::Gpu), Ordering::Acquire) != 0
+    }
+
+    /// Waits with `wait` until stop is requested (by either side).
+    pub fn wait<W: BusWait>(&self, mut wait: W) -> Result<(), W::Error> {
+        if self.stop_requested() {
+            return Ok(());
+        }
+        wait.wait_until(&mut || self.stop_requested())
+    }
+
+    /// Waits until stop is requested, then requests stop on `target` (an ordinary
+    /// source of this side), which runs its callbacks in this thread. Returns whether
+    /// this call made `target`'s request.
+    pub fn forward_to<S: Scope, T: Backend<S>, W: BusWait>(
+        &self,
+        target: &StopSource<S, T>,
+        wait: W,
+    ) -> Result<bool, W::Error> {
+        self.wait(wait)?;
+        Ok(target.request_stop())
+    }
+}
+
+impl<B: Side> Default for BusStopSource<B> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<B: Side> fmt::Debug for BusStopSource<B> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BusStopSource")
+            .field("requested_by_host", &self.requested_by_host())
+            .field("requested_by_gpu", &self.requested_by_gpu())
+            .finish()
+    }
+}

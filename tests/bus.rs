@@ -1,0 +1,263 @@
+//! The bus objects' protocols on CPU threads only: a stand-in `Side` with
+//! `KIND = Gpu` plays the GPU, so CI (no GPU) checks sequence numbers, payload
+//! ordering, exclusive endpoints, latch, barrier and stop requests. The GPU runs of the
+//! same objects are in `tests/gpu_bus.rs`.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use scoped_sync::bus::{
+    BusBarrier, BusLatch, BusStopSource, BusWait, BusWord, HandoffSemaphore, Side, SideKind,
+};
+use scoped_sync::{GpuToHost, Host, HostToGpu, StopSource};
+
+use common::hang_guard;
+
+/// CPU threads standing in for GPU threads (same atomics, other side).
+struct FakeGpu;
+
+// SAFETY: host atomics are atomic for every thread; `pause` only yields.
+unsafe impl Side for FakeGpu {
+    const KIND: SideKind = SideKind::Gpu;
+    fn load_bus(word: &BusWord, order: Ordering) -> u64 {
+        word.load(order)
+    }
+    fn store_bus(word: &BusWord, value: u64, order: Ordering) {
+        word.store(value, order)
+    }
+    fn load_side(word: &BusWord, order: Ordering) -> u64 {
+        word.load(order)
+    }
+    fn store_side(word: &BusWord, value: u64, order: Ordering) {
+        word.store(value, order)
+    }
+    fn fetch_add_side(word: &BusWord, value: u64, order: Ordering) -> u64 {
+        word.fetch_add(value, order)
+    }
+    fn compare_exchange_side(
+        word: &BusWord,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        word.compare_exchange(current, new, success, failure)
+    }
+    fn pause(_round: &mut u32) {
+        std::thread::yield_now();
+    }
+}
+
+/// A `BusWait` that polls with yields and gives up after a while.
+struct Polling;
+
+impl BusWait for Polling {
+    type Error = &'static str;
+    fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), &'static str> {
+        let start = std::time::Instant::now();
+        while !ready() {
+            if start.elapsed() > Duration::from_secs(20) {
+                return Err("gave up");
+            }
+            std::thread::yield_now();
+        }
+        Ok(())
+    }
+}
+
+/// The "GPU side" view of a host-built object (same bytes: the side is zero-sized).
+fn as_gpu<T, U>(object: &T) -> &U {
+    assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<U>());
+    // SAFETY: `T` and `U` are the same `#[repr(C)]` type but for a zero-sized marker.
+    unsafe { &*std::ptr::from_ref(object).cast::<U>() }
+}
+
+fn payload_of(seq: u64) -> u32 {
+    (seq as u32).wrapping_mul(0x9E37_79B9) ^ 0x5bd1_e995
+}
+
+#[test]
+fn many_to_many_handoff_hands_each_unit_once_with_its_payload() {
+    hang_guard("handoff", 60, || {
+        const UNITS: usize = 40_000;
+        let host: HandoffSemaphore<GpuToHost, Host> = HandoffSemaphore::new(0);
+        let gpu: &HandoffSemaphore<GpuToHost, FakeGpu> = as_gpu(&host);
+        let payload: Vec<AtomicU32> = (0..UNITS).map(|_| AtomicU32::new(0)).collect();
+        let seen: Vec<AtomicU8> = (0..UNITS).map(|_| AtomicU8::new(0)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..UNITS / 4 {
+                        gpu.release_with(1, |seq| {
+                            payload[seq as usize].store(payload_of(seq), Ordering::Relaxed)
+                        });
+                    }
+                });
+                s.spawn(|| {
+                    for _ in 0..UNITS / 4 {
+                        let seq = host.acquire(Polling).unwrap();
+                        assert_eq!(
+                            payload[seq as usize].load(Ordering::Relaxed),
+                            payload_of(seq),
+                            "payload of unit {seq} not visible after its acquire"
+                        );
+                        seen[seq as usize].fetch_add(1, Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        assert!(seen.iter().all(|count| count.load(Ordering::Relaxed) == 1));
+        assert_eq!(host.released(), UNITS as u64);
+        assert_eq!(host.try_acquire(), None);
+    });
+}
+
+#[test]
+fn exclusive_endpoints_continue_the_shared_count() {
+    let host: HandoffSemaphore<HostToGpu, Host> = HandoffSemaphore::new(2);
+    let gpu: &HandoffSemaphore<HostToGpu, FakeGpu> = as_gpu(&host);
+    assert_eq!(host.release(3), 2, "units 2, 3, 4");
+    {
+        let mut producer = host.producer().expect("no endpoint yet");
+        assert!(host.producer().is_none(), "one producer endpoint at a time");
+        assert_eq!(producer.release(2), 5);
+        assert_eq!(producer.released(), 7);
+    }
+    assert_eq!(
+        host.release(1),
+        7,
+        "the shared path continues after the endpoint"
+    );
+    assert_eq!(gpu.try_acquire(), Some(0));
+    let mut consumer = gpu.consumer().expect("no endpoint yet");
+    let taken: Vec<_> = std::iter::from_fn(|| consumer.try_acquire()).collect();
+    assert_eq!(taken, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(consumer.acquired(), 8);
+    drop(consumer);
+    assert_eq!(gpu.try_acquire(), None);
+    host.release(1);
+    assert_eq!(gpu.acquire(Polling), Ok(8));
+}
+
+#[test]
+#[should_panic(expected = "exclusive endpoint")]
+fn shared_release_while_a_producer_exists_panics() {
+    let host: HandoffSemaphore<HostToGpu, Host> = HandoffSemaphore::new(0);
+    let _producer = host.producer().unwrap();
+    host.release(1);
+}
+
+#[test]
+#[should_panic(expected = "Consumer")]
+fn shared_acquire_while_a_consumer_exists_panics() {
+    let host: HandoffSemaphore<GpuToHost, Host> = HandoffSemaphore::new(1);
+    let _consumer = host.consumer().unwrap();
+    let _ = host.try_acquire();
+}
+
+#[test]
+fn consumer_endpoint_waits_for_the_other_side() {
+    hang_guard("consumer endpoint", 60, || {
+        let host: HandoffSemaphore<GpuToHost, Host> = HandoffSemaphore::new(0);
+        let gpu: &HandoffSemaphore<GpuToHost, FakeGpu> = as_gpu(&host);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let mut producer = gpu.producer().unwrap();
+                for _ in 0..10_000 {
+                    producer.release(1);
+                }
+            });
+            let mut consumer = host.consumer().unwrap();
+            for expected in 0..10_000 {
+                assert_eq!(consumer.acquire(Polling), Ok(expected));
+            }
+        });
+    });
+}
+
+#[test]
+fn bus_latch_counts_both_sides_and_rejects_an_overrun() {
+    let host: BusLatch<Host> = BusLatch::new(5);
+    let gpu: &BusLatch<FakeGpu> = as_gpu(&host);
+    host.count_down(2);
+    assert!(!gpu.try_wait());
+    gpu.count_down(3);
+    assert!(host.try_wait() && gpu.try_wait());
+    assert_eq!(host.wait(Polling), Ok(()));
+    let overrun = std::panic::catch_unwind(|| gpu.count_down(1));
+    assert!(overrun.is_err(), "counting past expected panics");
+}
+
+#[test]
+fn bus_barrier_phases_show_every_participants_writes() {
+    hang_guard("bus barrier", 60, || {
+        const PHASES: u32 = 300;
+        let host: BusBarrier<Host> = BusBarrier::new(2, 3);
+        let gpu: &BusBarrier<FakeGpu> = as_gpu(&host);
+        let written: Vec<AtomicU32> = (0..5).map(|_| AtomicU32::new(0)).collect();
+        let bad = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for me in 0..5 {
+                let (host, written, bad) = (&host, &written, &bad);
+                let arrive_and_wait = move || {
+                    if me < 2 {
+                        host.arrive_and_wait(Polling)
+                    } else {
+                        gpu.arrive_and_wait(Polling)
+                    }
+                };
+                s.spawn(move || {
+                    for phase in 0..PHASES {
+                        written[me].store(phase + 1, Ordering::Relaxed);
+                        arrive_and_wait().unwrap();
+                        if written
+                            .iter()
+                            .any(|word| word.load(Ordering::Relaxed) < phase + 1)
+                        {
+                            bad.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // Nobody writes phase + 2 before everyone has checked phase + 1.
+                        arrive_and_wait().unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(bad.into_inner(), 0);
+        let token = host.arrive(2);
+        assert_eq!(token.phase(), u64::from(PHASES) * 2);
+        assert!(!host.try_wait(token), "the GPU side has not arrived");
+        let over = std::panic::catch_unwind(|| host.arrive(1));
+        assert!(over.is_err(), "a third host arrival in one phase panics");
+    });
+}
+
+#[test]
+fn bus_stop_source_reports_who_asked_and_forwards_to_host_callbacks() {
+    let host: BusStopSource<Host> = BusStopSource::new();
+    let gpu: &BusStopSource<FakeGpu> = as_gpu(&host);
+    assert!(!host.stop_requested());
+    assert!(gpu.request_stop(), "the first request");
+    assert!(!gpu.request_stop(), "only the first on its side");
+    assert!(!host.request_stop(), "the other side asked first");
+    assert!(host.requested_by_gpu() && host.requested_by_host());
+    let source = StopSource::new();
+    let ran = Mutex::new(false);
+    let _callback = scoped_sync::stop_callback(source.token(), || *ran.lock().unwrap() = true);
+    assert_eq!(host.forward_to(&source, Polling), Ok(true));
+    assert!(*ran.lock().unwrap());
+}
+
+#[test]
+fn bus_objects_have_the_shared_layouts() {
+    use scoped_sync::layout::{self, of};
+    assert_eq!(
+        of::<HandoffSemaphore<GpuToHost, Host>>(),
+        layout::HANDOFF_SEMAPHORE
+    );
+    assert_eq!(of::<BusLatch<Host>>(), layout::BUS_LATCH);
+    assert_eq!(of::<BusBarrier<Host>>(), layout::BUS_BARRIER);
+    assert_eq!(of::<BusStopSource<Host>>(), layout::BUS_STOP_SOURCE);
+}
