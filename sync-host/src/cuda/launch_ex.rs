@@ -46,6 +46,12 @@ impl KernelParams {
         self
     }
 
+    /// Appends a `u64` parameter.
+    pub fn u64(mut self, value: u64) -> Self {
+        self.values.push(value);
+        self
+    }
+
     /// Appends a device pointer (a `CUdeviceptr`).
     pub fn pointer(mut self, address: sys::CUdeviceptr) -> Self {
         self.values.push(address);

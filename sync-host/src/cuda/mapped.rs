@@ -1,6 +1,6 @@
 //! [`MappedBuffer`]: pinned host memory mapped into the GPU's address space.
 
-use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use cudarc::driver::sys;
 
@@ -21,19 +21,8 @@ pub struct MappedBuffer<'a> {
 impl<'a> MappedBuffer<'a> {
     pub(super) fn new(runtime: &'a Runtime, words: usize) -> Result<Self, CudaError> {
         runtime.bind()?;
-        let mut host: *mut c_void = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the size is what we ask for.
-        unsafe { sys::cuMemHostAlloc(&mut host, words * 4, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
-            .result()
-            .map_err(CudaError::driver("allocate mapped host memory"))?;
-        let mut device: sys::CUdeviceptr = 0;
-        // SAFETY: `host` was just allocated with DEVICEMAP.
-        let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
-        if let Err(error) = mapped {
-            // SAFETY: `host` came from cuMemHostAlloc and is not used afterwards.
-            unsafe { sys::cuMemFreeHost(host) };
-            return Err(CudaError::driver("map host memory into the GPU")(error));
-        }
+        let (host, device) = super::placement::allocate_mapped(words * 4)?;
+        let host = host.as_ptr();
         // SAFETY: fresh allocation of `words` u32s, exclusively ours.
         unsafe { std::ptr::write_bytes(host.cast::<u32>(), 0, words) };
         Ok(Self {
@@ -68,6 +57,40 @@ impl<'a> MappedBuffer<'a> {
         );
         // SAFETY: in bounds, aligned, and alive until drop.
         unsafe { self.host.add(index).read_volatile() }
+    }
+}
+
+// SAFETY: the buffer is only read and written through volatile or atomic accesses of
+// whole aligned words, which threads may do concurrently.
+unsafe impl Sync for MappedBuffer<'_> {}
+
+impl MappedBuffer<'_> {
+    /// The words as host atomics (kernels may read and write them concurrently; loads
+    /// and stores of aligned words are atomic across the bus, read-modify-writes are not).
+    pub fn host_words(&self) -> &[AtomicU32] {
+        // SAFETY: `words` aligned u32s alive until drop; `AtomicU32` has `u32`'s layout.
+        unsafe { std::slice::from_raw_parts(self.host.cast::<AtomicU32>(), self.words) }
+    }
+
+    /// Reads the `index`-th `u64` (words `2 index` and `2 index + 1`), atomically.
+    pub fn read_u64(&self, index: usize) -> u64 {
+        self.u64_at(index).load(Ordering::Acquire)
+    }
+
+    /// Writes the `index`-th `u64`, atomically.
+    pub fn write_u64(&self, index: usize, value: u64) {
+        self.u64_at(index).store(value, Ordering::Release)
+    }
+
+    fn u64_at(&self, index: usize) -> &AtomicU64 {
+        assert!(
+            index < self.words / 2,
+            "MappedBuffer: u64 index {index} out of {} words",
+            self.words
+        );
+        // SAFETY: in bounds; the allocation is page-aligned, so every even word is
+        // 8-byte aligned; alive until drop.
+        unsafe { &*self.host.cast::<AtomicU64>().add(index) }
     }
 }
 

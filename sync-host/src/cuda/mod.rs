@@ -4,10 +4,13 @@
 //! Built on cudarc with dynamic loading: everything here compiles without CUDA, and
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 
+pub mod bus_demo;
 mod error;
 mod grid;
+mod host_wait;
 mod launch_ex;
 mod mapped;
+mod placement;
 pub mod primitive_costs;
 mod timing;
 
@@ -21,8 +24,10 @@ use cudarc::driver::{
 /// Kernel arguments are pushed with `args.arg(&value)` (cudarc's trait).
 pub use cudarc::driver::{LaunchArgs as KernelArgs, PushKernelArg};
 pub use error::CudaError;
+pub use host_wait::{HostWait, HostWaitError, QUERY_PERIOD};
 pub use launch_ex::{KernelParams, LaunchOptions, MemSyncDomain};
 pub use mapped::MappedBuffer;
+pub use placement::{Managed, Mapped, Placed, PlacementError, Shareable};
 
 /// The first GPU, with the embedded kernels loaded.
 pub struct Runtime {
@@ -258,19 +263,8 @@ impl Stream {
 
     /// Whether work queued on the stream is still running (`cuStreamQuery`).
     pub fn is_busy(&self) -> Result<bool, CudaError> {
-        self.inner
-            .context()
-            .bind_to_thread()
-            .map_err(CudaError::driver("bind the context"))?;
-        // SAFETY: queries a live stream of this context.
-        match unsafe { sys::cuStreamQuery(self.raw()) } {
-            sys::CUresult::CUDA_SUCCESS => Ok(false),
-            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(true),
-            other => other
-                .result()
-                .map(|()| false)
-                .map_err(CudaError::driver("query a stream")),
-        }
+        self.bind()?;
+        self.query_bound()
     }
 
     fn raw(&self) -> sys::CUstream {

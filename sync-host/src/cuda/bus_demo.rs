@@ -1,0 +1,406 @@
+//! Host–GPU handoff, measured: the round trip through a [`HandoffChannel`] in mapped
+//! memory beside raw spinning on one mapped word and beside a kernel launch + stream
+//! synchronize; a persistent kernel fed through a ring and cancelled by a
+//! [`BusStopSource`]; the wake-up penalty of a wait after 5 ms, on each side. The
+//! report (`cargo run --release`), `benches/gpu.rs` and `examples/persistent_kernel.rs`
+//! run these.
+//!
+//! [`HandoffChannel`]: crate::HandoffChannel
+//! [`BusStopSource`]: crate::BusStopSource
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Runtime, Stream};
+use crate::{BusStopSource, CountingSemaphore, HandoffChannel};
+
+/// A host wait in these measurements gives up after this.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// Why a measurement failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DemoError {
+    /// A CUDA call failed.
+    Cuda(CudaError),
+    /// A host wait ended early.
+    Wait(HostWaitError),
+    /// An object could not be placed.
+    Placement(super::PlacementError),
+    /// The kernel reported failures, or a result was wrong.
+    Wrong(&'static str),
+}
+
+impl std::fmt::Display for DemoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DemoError::Cuda(error) => error.fmt(f),
+            DemoError::Wait(error) => error.fmt(f),
+            DemoError::Placement(error) => error.fmt(f),
+            DemoError::Wrong(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for DemoError {}
+
+impl From<CudaError> for DemoError {
+    fn from(error: CudaError) -> Self {
+        DemoError::Cuda(error)
+    }
+}
+impl From<HostWaitError> for DemoError {
+    fn from(error: HostWaitError) -> Self {
+        DemoError::Wait(error)
+    }
+}
+impl From<super::PlacementError> for DemoError {
+    fn from(error: super::PlacementError) -> Self {
+        DemoError::Placement(error)
+    }
+}
+
+/// Launches `kernel` with one block of `block` threads on `stream`.
+///
+/// # Safety
+///
+/// `params` match the kernel's parameters and outlive it (callers synchronize `stream`
+/// before dropping what they point at).
+unsafe fn launch(
+    runtime: &Runtime,
+    stream: &Stream,
+    kernel: &str,
+    block: u32,
+    params: KernelParams,
+) -> Result<(), CudaError> {
+    let kernel = runtime.kernel(kernel)?;
+    // SAFETY: the caller vouches for the parameters.
+    unsafe { kernel.launch_ex(stream, 1, block, LaunchOptions::default(), params) }
+}
+
+/// Average round trip of the anchor's raw ping-pong: the host stores an odd value to
+/// one mapped word and spins until the GPU stores the next even one.
+pub fn raw_spin_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
+    let flag = runtime.mapped(16)?;
+    let stream = runtime.new_stream()?;
+    let params = KernelParams::default()
+        .pointer(flag.device_address())
+        .u32(rounds);
+    // SAFETY: `bus_raw_pingpong(u32*, u32)`; `flag` outlives the synchronize below.
+    unsafe { launch(runtime, &stream, "bus_raw_pingpong", 1, params) }?;
+    let word = &flag.host_words()[0];
+    let start = Instant::now();
+    for round in 0..rounds {
+        word.store(2 * round + 1, Ordering::Release);
+        while word.load(Ordering::Acquire) != 2 * round + 2 {
+            std::hint::spin_loop();
+        }
+    }
+    let took = start.elapsed();
+    stream.synchronize()?;
+    Ok(took / rounds)
+}
+
+/// How the two sides use the handoff semaphores of a round trip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paths {
+    /// One exclusive endpoint per side and direction: stores and polls only.
+    Exclusive,
+    /// The shared paths: read-modify-writes on each side's own words (on the GPU they
+    /// cross PCIe, because the object is in mapped memory).
+    Shared,
+}
+
+/// Average round trip GPU release → host acquire → host release → GPU acquire through
+/// a [`HandoffChannel`] in mapped memory.
+pub fn handoff_round_trip(
+    runtime: &Runtime,
+    rounds: u32,
+    paths: Paths,
+) -> Result<Duration, DemoError> {
+    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
+    let failures = runtime.zeros::<u32>(1)?;
+    let stream = runtime.new_stream()?;
+    let kernel = match paths {
+        Paths::Exclusive => "bus_pingpong",
+        Paths::Shared => "bus_pingpong_shared",
+    };
+    let params = KernelParams::default()
+        .pointer(channel.device_address())
+        .u32(rounds)
+        .pointer(runtime.address(&failures));
+    // SAFETY: `(channel*, u32, u32*)`; all outlive the synchronize below.
+    unsafe { launch(runtime, &stream, kernel, 1, params) }?;
+    let start = Instant::now();
+    match paths {
+        Paths::Exclusive => {
+            let (mut outbox, mut inbox) = endpoints(&channel)?;
+            for _ in 0..rounds {
+                outbox.release(1);
+                inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+            }
+        }
+        Paths::Shared => {
+            for _ in 0..rounds {
+                channel.release(1);
+                channel.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+            }
+        }
+    }
+    let took = start.elapsed();
+    stream.synchronize()?;
+    if runtime.download(&failures)? != [0] {
+        return Err(DemoError::Wrong("the ping-pong kernel timed out"));
+    }
+    Ok(took / rounds)
+}
+
+/// The host's exclusive endpoints of a fresh channel: (to the GPU, from the GPU).
+fn endpoints(
+    channel: &HandoffChannel,
+) -> Result<
+    (
+        crate::Producer<'_, crate::Host>,
+        crate::Consumer<'_, crate::Host>,
+    ),
+    DemoError,
+> {
+    channel
+        .producer()
+        .zip(channel.consumer())
+        .ok_or(DemoError::Wrong("a fresh channel has free endpoints"))
+}
+
+/// Average round trip through two ordinary `System`-scope [`CountingSemaphore`]s in
+/// managed memory (read-modify-writes from both sides; the pages migrate).
+pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
+    use sync_shared::bus::BusWait;
+    let to_gpu = runtime.place_managed(CountingSemaphore::<{ crate::SEMAPHORE_MAX }>::new(0))?;
+    let to_host = runtime.place_managed(CountingSemaphore::<{ crate::SEMAPHORE_MAX }>::new(0))?;
+    let failures = runtime.zeros::<u32>(1)?;
+    let stream = runtime.new_stream()?;
+    let params = KernelParams::default()
+        .pointer(to_gpu.device_address())
+        .pointer(to_host.device_address())
+        .u32(rounds)
+        .pointer(runtime.address(&failures));
+    // SAFETY: `(sem*, sem*, u32, u32*)`; all outlive the synchronize below.
+    unsafe { launch(runtime, &stream, "bus_managed_pingpong", 1, params) }?;
+    let start = Instant::now();
+    for _ in 0..rounds {
+        to_gpu.release(1);
+        HostWait::on(&stream)
+            .timeout(PATIENCE)
+            .wait_until(&mut || to_host.try_acquire())?;
+    }
+    let took = start.elapsed();
+    stream.synchronize()?;
+    if runtime.download(&failures)? != [0] {
+        return Err(DemoError::Wrong("the managed ping-pong kernel timed out"));
+    }
+    Ok(took / rounds)
+}
+
+/// Average time of launching an empty kernel and synchronizing its stream.
+pub fn launch_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
+    let stream = runtime.new_stream()?;
+    let kernel = runtime.kernel("bus_empty")?;
+    let run = || -> Result<(), CudaError> {
+        // SAFETY: `bus_empty()` takes nothing.
+        unsafe {
+            kernel.launch_ex(
+                &stream,
+                1,
+                1,
+                LaunchOptions::default(),
+                KernelParams::default(),
+            )
+        }?;
+        stream.synchronize()
+    };
+    run()?;
+    let start = Instant::now();
+    for _ in 0..rounds {
+        run()?;
+    }
+    Ok(start.elapsed() / rounds)
+}
+
+/// What a run of the persistent worker measured.
+#[derive(Clone, Copy, Debug)]
+pub struct WorkerRun {
+    /// Items handed out and answered.
+    pub items: u64,
+    /// Items in flight at most (the ring's slots).
+    pub window: u64,
+    /// Wall time of the items, from the first release to the last answer.
+    pub elapsed: Duration,
+}
+
+impl WorkerRun {
+    /// Items per second.
+    pub fn items_per_second(&self) -> f64 {
+        self.items as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+/// Runs the persistent worker kernel (one block of `threads`): the host feeds `items`
+/// work items through a ring of `window` slots in mapped memory (a [`HandoffChannel`]
+/// counts them out and the answers back), checks each answer, and finally stops the
+/// kernel through a [`BusStopSource`].
+pub fn persistent_worker(
+    runtime: &Runtime,
+    items: u64,
+    window: u64,
+    threads: u32,
+) -> Result<WorkerRun, DemoError> {
+    let ring = usize::try_from(window.max(1)).unwrap_or(1);
+    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
+    let stop = runtime.place_mapped(BusStopSource::new())?;
+    let inputs = runtime.mapped(ring * 2)?;
+    let outputs = runtime.mapped(ring * 2)?;
+    let scratch = runtime.zeros::<u64>(2)?;
+    let stream = runtime.new_stream()?;
+    let params = KernelParams::default()
+        .pointer(channel.device_address())
+        .pointer(stop.device_address())
+        .pointer(inputs.device_address())
+        .pointer(outputs.device_address())
+        .u32(ring as u32)
+        .pointer(runtime.address(&scratch));
+    // SAFETY: the worker's parameters in order; all outlive the synchronize below.
+    unsafe { launch(runtime, &stream, "bus_persistent_worker", threads, params) }?;
+    let threads = u64::from(threads);
+    let answer_of = |item: u64| item * threads * (threads + 1) / 2;
+    let (mut outbox, mut inbox) = endpoints(&channel)?;
+    let start = Instant::now();
+    let (mut sent, mut received) = (0_u64, 0_u64);
+    let outcome = (|| {
+        while received < items {
+            while sent < items && sent - received < ring as u64 {
+                inputs.write_u64(sent as usize % ring, sent + 1);
+                outbox.release(1);
+                sent += 1;
+            }
+            let unit = inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+            if outputs.read_u64(unit as usize % ring) != answer_of(unit + 1) {
+                return Err(DemoError::Wrong("the worker returned a wrong answer"));
+            }
+            received += 1;
+        }
+        Ok(())
+    })();
+    let elapsed = start.elapsed();
+    stop.request_stop();
+    stream.synchronize()?;
+    outcome?;
+    Ok(WorkerRun {
+        items,
+        window: ring as u64,
+        elapsed,
+    })
+}
+
+/// A wake-up measurement: the mean round trip when the waiting side had been waiting
+/// only for the round trip itself, and when it had been waiting longer.
+#[derive(Clone, Copy, Debug)]
+pub struct WakeUp {
+    /// Mean round trip with no extra wait.
+    pub plain: Duration,
+    /// Mean round trip after the long wait.
+    pub after_wait: Duration,
+}
+
+impl WakeUp {
+    /// The penalty of the long wait in nanoseconds (negative: within noise).
+    pub fn penalty_ns(&self) -> f64 {
+        (self.after_wait.as_secs_f64() - self.plain.as_secs_f64()) * 1e9
+    }
+}
+
+/// The host's wake-up penalty: the round trip (timed on the GPU) when the host has been
+/// waiting `waited` before the GPU releases, beside the plain round trip.
+pub fn host_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
+    Ok(WakeUp {
+        plain: host_wake_round_trips(runtime, Duration::ZERO, reps)?,
+        after_wait: host_wake_round_trips(runtime, waited, reps)?,
+    })
+}
+
+/// Mean round trip, timed on the GPU, when the GPU releases after `wait` of the host
+/// waiting.
+fn host_wake_round_trips(
+    runtime: &Runtime,
+    wait: Duration,
+    reps: u32,
+) -> Result<Duration, DemoError> {
+    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
+    let elapsed = runtime.zeros::<u64>(reps as usize)?;
+    let stream = runtime.new_stream()?;
+    let params = KernelParams::default()
+        .pointer(channel.device_address())
+        .u64(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
+        .u32(reps)
+        .pointer(runtime.address(&elapsed));
+    // SAFETY: `bus_host_wake`'s parameters; all outlive the synchronize below.
+    unsafe { launch(runtime, &stream, "bus_host_wake", 1, params) }?;
+    let (mut outbox, mut inbox) = endpoints(&channel)?;
+    for _ in 0..reps {
+        inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+        outbox.release(1);
+    }
+    stream.synchronize()?;
+    let elapsed = runtime.download(&elapsed)?;
+    if elapsed.contains(&u64::MAX) {
+        return Err(DemoError::Wrong("the GPU timed out waiting for the host"));
+    }
+    let mean = elapsed.iter().sum::<u64>() / u64::from(reps.max(1));
+    Ok(Duration::from_nanos(mean))
+}
+
+/// The GPU's wake-up penalty: the round trip (timed on the host) when the GPU has been
+/// waiting `waited` for the host's release, beside the plain round trip.
+pub fn device_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
+    Ok(WakeUp {
+        plain: device_wake_round_trips(runtime, Duration::ZERO, reps)?,
+        after_wait: device_wake_round_trips(runtime, waited, reps)?,
+    })
+}
+
+/// Mean round trip, timed on the host, when the host releases after `wait`.
+fn device_wake_round_trips(
+    runtime: &Runtime,
+    wait: Duration,
+    reps: u32,
+) -> Result<Duration, DemoError> {
+    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
+    let failures = runtime.zeros::<u32>(1)?;
+    let stream = runtime.new_stream()?;
+    let params = KernelParams::default()
+        .pointer(channel.device_address())
+        .u32(reps)
+        .pointer(runtime.address(&failures));
+    // SAFETY: `bus_pingpong`'s parameters; all outlive the synchronize below.
+    unsafe { launch(runtime, &stream, "bus_pingpong", 1, params) }?;
+    let (mut outbox, mut inbox) = endpoints(&channel)?;
+    let mut total = Duration::ZERO;
+    for _ in 0..reps {
+        if !wait.is_zero() {
+            // The host keeps the kernel's stream queried while it idles.
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                stream.is_busy()?;
+                std::thread::sleep(Duration::from_micros(100).min(wait));
+            }
+        }
+        let start = Instant::now();
+        outbox.release(1);
+        inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+        total += start.elapsed();
+    }
+    stream.synchronize()?;
+    if runtime.download(&failures)? != [0] {
+        return Err(DemoError::Wrong("the ping-pong kernel timed out"));
+    }
+    Ok(total / reps.max(1))
+}

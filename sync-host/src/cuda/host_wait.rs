@@ -1,0 +1,227 @@
+//! [`HostWait`]: how a host thread waits on memory that a kernel writes.
+//!
+//! Three duties beyond polling:
+//!
+//! - **Forward progress.** The CUDA execution model guarantees a running kernel
+//!   progress only while some host thread keeps calling into CUDA; a host thread that
+//!   only spins on mapped memory may wait for ever. The wait queries the kernel's
+//!   stream every [`QUERY_PERIOD`].
+//! - **A dead kernel.** The same query reports a kernel that faulted (the error) or
+//!   that finished without releasing what the host waits for; either ends the wait
+//!   with an error instead of a hang, within one query period.
+//! - **Wake-up latency.** It spins first, then yields, then sleeps in short steps with
+//!   the thread's timer slack lowered, so that a release after a long wait is seen
+//!   within a few microseconds (libcu++'s host waits grow their sleeps and can add
+//!   +750 µs).
+
+use std::time::{Duration, Instant};
+
+use cudarc::driver::sys;
+use sync_shared::bus::BusWait;
+
+use super::{CudaError, Stream};
+use crate::StopToken;
+
+/// Pure spinning at the start of a wait: a bus round trip is about 2 µs.
+const SPIN: Duration = Duration::from_micros(20);
+/// Then yielding the processor (a polite spin) until this much of the wait has passed.
+const YIELD_UNTIL: Duration = Duration::from_micros(200);
+/// Then sleeping this long between polls. With the timer slack at 1 ns the measured
+/// wake-up penalty after a 5 ms wait is a few microseconds (see README "Measured").
+const SLEEP: Duration = Duration::from_micros(5);
+/// Stream queries, at the most this far apart (one costs about 0.1 µs).
+pub const QUERY_PERIOD: Duration = Duration::from_micros(10);
+/// Timer slack of a sleeping waiter, in nanoseconds (Linux defaults to 50 µs, which
+/// alone would break the wake-up target).
+#[cfg(target_os = "linux")]
+const SLEEP_SLACK_NS: libc::c_ulong = 1;
+
+/// A host-side wait for a bus object: what to watch, and what else may end it.
+///
+/// ```no_run
+/// # use sync_host::cuda::{HostWait, Runtime};
+/// # use std::time::Duration;
+/// # fn demo(runtime: &Runtime, results: &sync_host::HandoffSemaphore<sync_host::GpuToHost>) -> Result<(), Box<dyn std::error::Error>> {
+/// let stream = runtime.new_stream()?;
+/// // ... launch the kernel that releases `results` on `stream` ...
+/// let unit = results.acquire(HostWait::on(&stream).timeout(Duration::from_secs(1)))?;
+/// # let _ = unit; Ok(()) }
+/// ```
+pub struct HostWait<'a> {
+    stream: &'a Stream,
+    deadline: Option<Instant>,
+    stop: Option<StopToken<'a>>,
+}
+
+/// Why a [`HostWait`] ended without its condition.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum HostWaitError {
+    /// The deadline passed.
+    TimedOut,
+    /// The stop token was stopped.
+    Stopped,
+    /// The watched stream reported an error: the kernel faulted (the context is lost).
+    KernelFailed(CudaError),
+    /// The watched stream went idle and the condition still did not hold: the kernel
+    /// finished without the release this wait needs.
+    KernelFinished,
+}
+
+impl std::fmt::Display for HostWaitError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostWaitError::TimedOut => f.write_str("the wait timed out"),
+            HostWaitError::Stopped => f.write_str("the wait was interrupted by a stop request"),
+            HostWaitError::KernelFailed(error) => {
+                write!(f, "the kernel being waited for failed: {error}")
+            }
+            HostWaitError::KernelFinished => f.write_str(
+                "the kernel being waited for finished without the release the wait needs",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HostWaitError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            HostWaitError::KernelFailed(error) => Some(error),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> HostWait<'a> {
+    /// Waits while the kernels on `stream` (launched before the wait) may still
+    /// release; ends with an error if they fault or finish without releasing.
+    pub fn on(stream: &'a Stream) -> Self {
+        Self {
+            stream,
+            deadline: None,
+            stop: None,
+        }
+    }
+
+    /// Ends the wait with [`HostWaitError::TimedOut`] after `timeout`.
+    pub fn timeout(self, timeout: Duration) -> Self {
+        self.deadline(Instant::now() + timeout)
+    }
+
+    /// Ends the wait with [`HostWaitError::TimedOut`] at `deadline`.
+    pub fn deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// Ends the wait with [`HostWaitError::Stopped`] when `token` is stopped.
+    pub fn stop(mut self, token: StopToken<'a>) -> Self {
+        self.stop = Some(token);
+        self
+    }
+
+    fn interrupted(&self, now: Instant) -> Option<HostWaitError> {
+        if self.stop.is_some_and(|token| token.stop_requested()) {
+            return Some(HostWaitError::Stopped);
+        }
+        match self.deadline {
+            Some(deadline) if now >= deadline => Some(HostWaitError::TimedOut),
+            _ => None,
+        }
+    }
+}
+
+impl BusWait for HostWait<'_> {
+    type Error = HostWaitError;
+
+    fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), HostWaitError> {
+        let start = Instant::now();
+        let mut bound = false;
+        let mut next_query = start + QUERY_PERIOD;
+        let mut slack = None;
+        let result = loop {
+            if ready() {
+                break Ok(());
+            }
+            let now = Instant::now();
+            if let Some(error) = self.interrupted(now) {
+                break Err(error);
+            }
+            if now >= next_query {
+                next_query = now + QUERY_PERIOD;
+                // Binding the context costs more than a short wait: only when needed.
+                if !bound {
+                    if let Err(error) = self.stream.bind() {
+                        break Err(HostWaitError::KernelFailed(error));
+                    }
+                    bound = true;
+                }
+                match self.stream.query_bound() {
+                    Ok(true) => {}
+                    // The kernel may have released just before it ended.
+                    Ok(false) if ready() => break Ok(()),
+                    Ok(false) => break Err(HostWaitError::KernelFinished),
+                    Err(error) => break Err(HostWaitError::KernelFailed(error)),
+                }
+            }
+            let waited = now - start;
+            if waited < SPIN {
+                std::hint::spin_loop();
+            } else if waited < YIELD_UNTIL {
+                std::thread::yield_now();
+            } else {
+                slack.get_or_insert_with(LowSlack::new);
+                std::thread::sleep(SLEEP);
+            }
+        };
+        drop(slack);
+        result
+    }
+}
+
+/// Lowers the calling thread's timer slack while it lives (Linux), restoring it after.
+struct LowSlack {
+    #[cfg(target_os = "linux")]
+    previous: libc::c_int,
+}
+
+impl LowSlack {
+    fn new() -> Self {
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: PR_GET/SET_TIMERSLACK read and set a per-thread number only.
+            let previous = unsafe { libc::prctl(libc::PR_GET_TIMERSLACK) };
+            // SAFETY: as above.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, SLEEP_SLACK_NS) };
+            Self { previous }
+        }
+        #[cfg(not(target_os = "linux"))]
+        Self {}
+    }
+}
+
+impl Drop for LowSlack {
+    fn drop(&mut self) {
+        #[cfg(target_os = "linux")]
+        if self.previous > 0 {
+            // SAFETY: as in `new`; restores the value read there.
+            unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, self.previous as libc::c_ulong) };
+        }
+    }
+}
+
+impl Stream {
+    /// `cuStreamQuery` with this stream's context already bound: `Ok(true)` while work
+    /// runs.
+    pub(crate) fn query_bound(&self) -> Result<bool, CudaError> {
+        // SAFETY: queries a live stream of the bound context.
+        match unsafe { sys::cuStreamQuery(self.raw()) } {
+            sys::CUresult::CUDA_SUCCESS => Ok(false),
+            sys::CUresult::CUDA_ERROR_NOT_READY => Ok(true),
+            other => other
+                .result()
+                .map(|()| false)
+                .map_err(CudaError::driver("query the stream of the awaited kernel")),
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! Owners of sync objects that host threads and kernels use at the same time:
+//! [`Mapped`] (pinned host memory mapped into the GPU) and [`Managed`] (CUDA managed
+//! memory), each checked against CUDA's atomicity rules for its memory before the
+//! object is placed.
+
+use std::ffi::c_void;
+use std::fmt;
+use std::ops::Deref;
+use std::ptr::NonNull;
+
+use cudarc::driver::sys;
+use sync_shared::bus::Direction;
+
+use super::{CudaError, Runtime};
+
+/// A sync object that may sit in memory both sides reach.
+///
+/// # Safety
+///
+/// The type is `#[repr(C)]`, made of atomic words and fields that do not change after
+/// construction (no pointers, closures or padding the device could misread), with the
+/// same layout as its device flavour, and `RMW_FROM_BOTH_SIDES` is `true` if its
+/// protocol ever lets a host thread and a GPU thread read-modify-write one word.
+pub unsafe trait Shareable: Sync {
+    /// Whether host and GPU threads both read-modify-write one of its words (the
+    /// ordinary algorithms at `System` scope do; the bus objects never do).
+    const RMW_FROM_BOTH_SIDES: bool;
+    /// The type's name, for errors.
+    const NAME: &'static str;
+}
+
+// SAFETY: bus objects: bus words are loaded and stored only, side words are touched by
+// one side only; layouts asserted in `crate::layout_checks` and in sync-device.
+unsafe impl<D: Direction> Shareable for crate::HandoffSemaphore<D> {
+    const RMW_FROM_BOTH_SIDES: bool = false;
+    const NAME: &'static str = "HandoffSemaphore";
+}
+// SAFETY: as above.
+unsafe impl Shareable for crate::HandoffChannel {
+    const RMW_FROM_BOTH_SIDES: bool = false;
+    const NAME: &'static str = "HandoffChannel";
+}
+// SAFETY: as above.
+unsafe impl Shareable for crate::BusLatch {
+    const RMW_FROM_BOTH_SIDES: bool = false;
+    const NAME: &'static str = "BusLatch";
+}
+// SAFETY: as above.
+unsafe impl Shareable for crate::BusBarrier {
+    const RMW_FROM_BOTH_SIDES: bool = false;
+    const NAME: &'static str = "BusBarrier";
+}
+// SAFETY: as above.
+unsafe impl Shareable for crate::BusStopSource {
+    const RMW_FROM_BOTH_SIDES: bool = false;
+    const NAME: &'static str = "BusStopSource";
+}
+// SAFETY: the ordinary algorithms: 32-bit atomic words (layouts asserted), updated by
+// read-modify-writes from whichever side uses them.
+unsafe impl Shareable for crate::Barrier {
+    const RMW_FROM_BOTH_SIDES: bool = true;
+    const NAME: &'static str = "Barrier<System>";
+}
+// SAFETY: as above.
+unsafe impl Shareable for crate::Latch {
+    const RMW_FROM_BOTH_SIDES: bool = true;
+    const NAME: &'static str = "Latch<System>";
+}
+// SAFETY: as above.
+unsafe impl<const MAX: u32> Shareable for crate::CountingSemaphore<MAX> {
+    const RMW_FROM_BOTH_SIDES: bool = true;
+    const NAME: &'static str = "CountingSemaphore<System>";
+}
+
+/// Why an object could not be placed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum PlacementError {
+    /// The object's protocol needs read-modify-writes on one word from both the CPU and
+    /// the GPU, and this memory on this machine does not make them atomic.
+    NotAtomic {
+        /// The object's type.
+        object: &'static str,
+        /// `"mapped"` or `"managed"`.
+        memory: &'static str,
+        /// The device attribute that says so (it is 0 here).
+        attribute: &'static str,
+    },
+    /// A driver call failed.
+    Cuda(CudaError),
+}
+
+impl fmt::Display for PlacementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlacementError::NotAtomic {
+                object,
+                memory,
+                attribute,
+            } => write!(
+                f,
+                "{object} read-modify-writes its words from both CPU and GPU, which is not \
+                 atomic in {memory} memory on this device ({attribute} = 0); use a bus \
+                 object (HandoffSemaphore, HandoffChannel, BusLatch, BusBarrier, BusStopSource) or managed \
+                 memory"
+            ),
+            PlacementError::Cuda(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for PlacementError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PlacementError::Cuda(error) => Some(error),
+            PlacementError::NotAtomic { .. } => None,
+        }
+    }
+}
+
+impl From<CudaError> for PlacementError {
+    fn from(error: CudaError) -> Self {
+        PlacementError::Cuda(error)
+    }
+}
+
+/// The device attribute names of the atomicity rules.
+const HOST_NATIVE_ATOMIC: &str = "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED";
+const CONCURRENT_MANAGED: &str = "CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS";
+
+/// Where an object lives and how it is freed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Memory {
+    Mapped,
+    Managed,
+}
+
+/// A `T` in memory both the host and kernels reach: dereferences to the host flavour,
+/// and [`device_address`](Self::device_address) is the kernel argument for the device
+/// flavour. Made by [`Runtime::place_mapped`] or [`Runtime::place_managed`].
+///
+/// Dropping it waits for the context's work (kernels may still use the object), then
+/// drops and frees the object.
+pub struct Placed<'r, T: Shareable> {
+    runtime: &'r Runtime,
+    host: NonNull<T>,
+    device: sys::CUdeviceptr,
+    memory: Memory,
+}
+
+/// A [`Placed`] object in pinned mapped host memory.
+pub type Mapped<'r, T> = Placed<'r, T>;
+/// A [`Placed`] object in managed memory.
+pub type Managed<'r, T> = Placed<'r, T>;
+
+// SAFETY: `T: Sync` and the owner only hands out shared references.
+unsafe impl<T: Shareable> Sync for Placed<'_, T> {}
+// SAFETY: as above; freeing from another thread is fine for the driver.
+unsafe impl<T: Shareable + Send> Send for Placed<'_, T> {}
+
+impl<'r, T: Shareable> Placed<'r, T> {
+    /// The address kernels use for the object.
+    pub fn device_address(&self) -> sys::CUdeviceptr {
+        self.device
+    }
+
+    /// Whether it is in mapped (`true`) or managed (`false`) memory.
+    pub fn is_mapped(&self) -> bool {
+        self.memory == Memory::Mapped
+    }
+
+    fn place(runtime: &'r Runtime, value: T, memory: Memory) -> Result<Self, PlacementError> {
+        let size = std::mem::size_of::<T>().max(1);
+        assert!(
+            std::mem::align_of::<T>() <= 256,
+            "CUDA allocations are 256-byte aligned"
+        );
+        runtime.bind()?;
+        let (host, device) = match memory {
+            Memory::Mapped => allocate_mapped(size)?,
+            Memory::Managed => allocate_managed(size)?,
+        };
+        let host = host.cast::<T>();
+        // SAFETY: a fresh, suitably aligned allocation of `size_of::<T>()` bytes that
+        // no kernel uses yet.
+        unsafe { host.as_ptr().write(value) };
+        Ok(Self {
+            runtime,
+            host,
+            device,
+            memory,
+        })
+    }
+}
+
+impl<T: Shareable> Deref for Placed<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: initialized in `place`, alive until drop, only shared references.
+        unsafe { self.host.as_ref() }
+    }
+}
+
+impl<T: Shareable> Drop for Placed<'_, T> {
+    fn drop(&mut self) {
+        // Kernels may still use it: wait for them first.
+        let _ = self.runtime.synchronize();
+        // SAFETY: initialized in `place`, dropped once; no kernel runs any more.
+        unsafe { self.host.as_ptr().drop_in_place() };
+        let _ = self.runtime.bind();
+        // SAFETY: allocated by the matching call in `place`, freed once.
+        unsafe {
+            match self.memory {
+                Memory::Mapped => sys::cuMemFreeHost(self.host.as_ptr().cast()),
+                Memory::Managed => sys::cuMemFree_v2(self.device),
+            }
+        };
+    }
+}
+
+impl<T: Shareable + fmt::Debug> fmt::Debug for Placed<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Placed")
+            .field("memory", &self.memory)
+            .field("object", &**self)
+            .finish()
+    }
+}
+
+impl Runtime {
+    /// Whether CPU and GPU read-modify-writes on one word of mapped memory are atomic
+    /// (`hostNativeAtomicSupported`; 0 on PCIe machines).
+    pub fn host_native_atomics(&self) -> Result<bool, CudaError> {
+        Ok(self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
+            "read hostNativeAtomicSupported",
+        )? != 0)
+    }
+
+    /// Whether the CPU may use managed memory while kernels run, with system-scope
+    /// atomics atomic across both (`concurrentManagedAccess`).
+    pub fn concurrent_managed_access(&self) -> Result<bool, CudaError> {
+        Ok(self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+            "read concurrentManagedAccess",
+        )? != 0)
+    }
+
+    /// Whether kernels may use ordinary (pageable) host memory (`pageableMemoryAccess`).
+    pub fn pageable_memory_access(&self) -> Result<bool, CudaError> {
+        Ok(self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+            "read pageableMemoryAccess",
+        )? != 0)
+    }
+
+    /// Places `value` in pinned mapped host memory, after checking that its protocol is
+    /// atomic there: an object that read-modify-writes one word from both sides needs
+    /// `hostNativeAtomicSupported`, and is refused with [`PlacementError::NotAtomic`]
+    /// naming it otherwise.
+    pub fn place_mapped<T: Shareable>(&self, value: T) -> Result<Mapped<'_, T>, PlacementError> {
+        if T::RMW_FROM_BOTH_SIDES && !self.host_native_atomics()? {
+            return Err(PlacementError::NotAtomic {
+                object: T::NAME,
+                memory: "mapped",
+                attribute: HOST_NATIVE_ATOMIC,
+            });
+        }
+        Placed::place(self, value, Memory::Mapped)
+    }
+
+    /// Places `value` in managed memory, which needs `concurrentManagedAccess` for the
+    /// host to use it while kernels run (and which then makes system-scope atomics
+    /// atomic across CPU and GPU, so the ordinary algorithms are allowed).
+    pub fn place_managed<T: Shareable>(&self, value: T) -> Result<Managed<'_, T>, PlacementError> {
+        if !self.concurrent_managed_access()? {
+            return Err(PlacementError::NotAtomic {
+                object: T::NAME,
+                memory: "managed",
+                attribute: CONCURRENT_MANAGED,
+            });
+        }
+        Placed::place(self, value, Memory::Managed)
+    }
+}
+
+/// Pinned host memory mapped into the GPU: (host pointer, device address). The caller
+/// has bound the context.
+pub(super) fn allocate_mapped(bytes: usize) -> Result<(NonNull<u8>, sys::CUdeviceptr), CudaError> {
+    let mut host: *mut c_void = std::ptr::null_mut();
+    // SAFETY: out-pointer to a local; the size is what we ask for.
+    unsafe { sys::cuMemHostAlloc(&mut host, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
+        .result()
+        .map_err(CudaError::driver("allocate mapped host memory"))?;
+    let mut device: sys::CUdeviceptr = 0;
+    // SAFETY: `host` was just allocated with DEVICEMAP.
+    let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
+    if let Err(error) = mapped {
+        // SAFETY: `host` came from cuMemHostAlloc and is not used afterwards.
+        unsafe { sys::cuMemFreeHost(host) };
+        return Err(CudaError::driver("map host memory into the GPU")(error));
+    }
+    let host = NonNull::new(host.cast::<u8>()).expect("cuMemHostAlloc returned success");
+    Ok((host, device))
+}
+
+/// Managed memory, attached globally: (host pointer, device address), the same address.
+fn allocate_managed(bytes: usize) -> Result<(NonNull<u8>, sys::CUdeviceptr), CudaError> {
+    let mut device: sys::CUdeviceptr = 0;
+    // SAFETY: out-pointer to a local; the size is what we ask for.
+    unsafe {
+        sys::cuMemAllocManaged(
+            &mut device,
+            bytes,
+            sys::CUmemAttach_flags::CU_MEM_ATTACH_GLOBAL as u32,
+        )
+    }
+    .result()
+    .map_err(CudaError::driver("allocate managed memory"))?;
+    let host = NonNull::new(device as *mut u8).expect("cuMemAllocManaged returned success");
+    Ok((host, device))
+}
