@@ -9,6 +9,7 @@
 #   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc;
 #                                         # the same-address table also needs cupy)
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
+#   DIR/persistent_kernel                 # the host-fed persistent kernel example
 #
 # The runner runs every test twice: as is, and serialized under
 # CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1.
@@ -42,9 +43,10 @@ for line in sys.stdin:
     cp "$executable" "$out/bench-gpu"
     strip "$out/bench-gpu"
 done
-cargo build --release --locked --bin scoped-sync
+cargo build --release --locked --bin scoped-sync --example persistent_kernel
 cp target/release/scoped-sync "$out/scoped-sync"
-strip "$out/scoped-sync"
+cp target/release/examples/persistent_kernel "$out/persistent_kernel"
+strip "$out/scoped-sync" "$out/persistent_kernel"
 cp scripts/gpu-compare.sh "$out/compare.sh"
 cp scripts/gpu-placement.py "$out/placement.py"
 # The PTX the binaries embed, for placement.py (which loads it beside the anchor's).
@@ -60,7 +62,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in ./run.sh | ./compare.sh | ./scoped-sync | ./bench-gpu | *.cu) continue ;; esac
+    case "$test" in ./run.sh | ./compare.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | *.cu | *.py | *.ptx) continue ;; esac
     [[ -x "$test" ]] || continue
     echo "== $test"
     "$test" --test-threads=1 || status=1

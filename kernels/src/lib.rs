@@ -17,6 +17,7 @@ fn panic(_: &core::panic::PanicInfo) -> ! {
     unsafe { core::arch::asm!("trap;", options(noreturn)) }
 }
 
+mod bus;
 mod conformance;
 mod costs;
 mod fair_semaphore;

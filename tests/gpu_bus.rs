@@ -1,0 +1,494 @@
+//! GPU tests of the bus objects: host threads and a kernel use one object in mapped (or
+//! managed) memory at the same time. Without a CUDA driver every test prints "skipped:
+//! no CUDA driver" and passes. A kernel that traps poisons its context, so that test
+//! has its own binary (`tests/gpu_fault.rs`).
+
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use scoped_sync::cuda::{
+    CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, PlacementError, Runtime,
+    Stream,
+};
+use scoped_sync::{
+    BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost, HandoffChannel,
+    HandoffSemaphore, HostToGpu, StopSource, SEMAPHORE_MAX,
+};
+
+/// Every host wait of these tests gives up after this (a failure, not a hang).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn runtime() -> Option<Runtime> {
+    if launches_block() {
+        return None;
+    }
+    match Runtime::open() {
+        Ok(runtime) => Some(runtime),
+        Err(CudaError::NoDriver) => {
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            None
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+    }
+}
+
+/// Under `CUDA_LAUNCH_BLOCKING=1` a launch returns only when its kernel ends, so a
+/// host thread cannot run beside the kernel it hands work to: these tests say so and
+/// skip (the serialized run checks the other suites' forward progress).
+fn launches_block() -> bool {
+    let blocking = std::env::var("CUDA_LAUNCH_BLOCKING").is_ok_and(|value| value == "1");
+    if blocking {
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped: CUDA_LAUNCH_BLOCKING=1 (the host must run beside the kernel)"
+        );
+    }
+    blocking
+}
+
+/// The payload of unit `seq` (the kernels compute the same).
+fn payload_of(seq: u64) -> u32 {
+    (seq as u32).wrapping_mul(0x9E37_79B9) ^ 0x5bd1_e995
+}
+
+fn wait(stream: &Stream) -> HostWait<'_> {
+    HostWait::on(stream).timeout(PATIENCE)
+}
+
+/// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads).
+fn launch(
+    gpu: &Runtime,
+    stream: &Stream,
+    kernel: &str,
+    grid: u32,
+    block: u32,
+    params: KernelParams,
+) {
+    let kernel = gpu.kernel(kernel).unwrap();
+    // SAFETY: each caller passes the kernel's parameters in order, pointing at objects
+    // that outlive the kernel (the caller synchronizes the stream before they drop).
+    unsafe { kernel.launch_ex(stream, grid, block, LaunchOptions::default(), params) }.unwrap();
+}
+
+#[test]
+fn handoff_channel_ping_pong_hands_every_unit_in_order() {
+    let Some(gpu) = runtime() else { return };
+    let channel = gpu.place_mapped(HandoffChannel::new(0, 0)).unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let rounds = 2_000_u32;
+    for kernel in ["bus_pingpong", "bus_pingpong_shared"] {
+        let first = channel.received();
+        let params = KernelParams::default()
+            .pointer(channel.device_address())
+            .u32(rounds)
+            .pointer(gpu.address(&failures));
+        launch(&gpu, &stream, kernel, 1, 1, params);
+        for round in 0..u64::from(rounds) {
+            channel.release(1);
+            let unit = channel.acquire(wait(&stream)).unwrap();
+            assert_eq!(unit, first + round, "{kernel}: units come back in order");
+        }
+        stream.synchronize().unwrap();
+    }
+    assert_eq!(gpu.download(&failures).unwrap(), [0]);
+    assert_eq!(channel.try_acquire(), None, "no unit left over");
+    assert_eq!(channel.sent(), u64::from(2 * rounds));
+}
+
+#[test]
+fn a_million_gpu_releases_reach_host_threads_once_each_with_their_payloads() {
+    let Some(gpu) = runtime() else { return };
+    let (grid, block, per_thread) = (8_u32, 32_u32, 4096_u32);
+    let total = (grid * block * per_thread) as usize;
+    let results = gpu
+        .place_mapped(HandoffSemaphore::<GpuToHost>::new(0))
+        .unwrap();
+    let payload = gpu.mapped(total).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(results.device_address())
+        .pointer(payload.device_address())
+        .u32(per_thread);
+    launch(&gpu, &stream, "bus_release_stress", grid, block, params);
+    let seen: Vec<AtomicU8> = (0..total).map(|_| AtomicU8::new(0)).collect();
+    let taken = AtomicUsize::new(0);
+    let bad_payloads = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                while taken.fetch_add(1, Ordering::Relaxed) < total {
+                    let seq = results.acquire(wait(&stream)).unwrap();
+                    if payload.read(seq as usize) != payload_of(seq) {
+                        bad_payloads.fetch_add(1, Ordering::Relaxed);
+                    }
+                    seen[seq as usize].fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    stream.synchronize().unwrap();
+    assert_eq!(
+        bad_payloads.into_inner(),
+        0,
+        "payload read before its release"
+    );
+    let wrong = seen
+        .iter()
+        .filter(|count| count.load(Ordering::Relaxed) != 1)
+        .count();
+    assert_eq!(wrong, 0, "units lost or duplicated");
+    assert_eq!(results.released(), total as u64);
+    assert_eq!(results.try_acquire(), None);
+}
+
+#[test]
+fn a_million_host_releases_reach_gpu_threads_once_each_with_their_payloads() {
+    let Some(gpu) = runtime() else { return };
+    let (grid, block, per_thread) = (16_u32, 4_u32, 16_384_u32);
+    let total = (grid * block * per_thread) as usize;
+    let work = gpu
+        .place_mapped(HandoffSemaphore::<HostToGpu>::new(0))
+        .unwrap();
+    let payload = gpu.mapped(total).unwrap();
+    let seen = gpu.zeros::<u32>(total).unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(work.device_address())
+        .pointer(payload.device_address())
+        .pointer(gpu.address(&seen))
+        .u32(per_thread)
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_acquire_stress", grid, block, params);
+    let host = payload.host_words();
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..total / 4 {
+                    work.release_with(1, |seq| {
+                        host[seq as usize].store(payload_of(seq), Ordering::Relaxed)
+                    });
+                }
+            });
+        }
+    });
+    stream.synchronize().unwrap();
+    assert_eq!(
+        gpu.download(&failures).unwrap(),
+        [0],
+        "bad payloads or waits"
+    );
+    let seen = gpu.download(&seen).unwrap();
+    let wrong = seen.iter().filter(|&&count| count != 1).count();
+    assert_eq!(wrong, 0, "units lost or duplicated");
+}
+
+#[test]
+fn host_waits_end_when_the_kernel_finishes_without_releasing_or_on_timeout_or_stop() {
+    let Some(gpu) = runtime() else { return };
+    let results = gpu
+        .place_mapped(HandoffSemaphore::<GpuToHost>::new(0))
+        .unwrap();
+    let stop = gpu.place_mapped(BusStopSource::new()).unwrap();
+    let seen = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+
+    // A kernel that waits for a stop request (up to 10 s) and releases nothing.
+    let params = KernelParams::default()
+        .pointer(stop.device_address())
+        .pointer(gpu.address(&seen));
+    launch(&gpu, &stream, "bus_stop_wait", 1, 1, params);
+    let timed = results.acquire(HostWait::on(&stream).timeout(Duration::from_millis(50)));
+    assert!(matches!(timed, Err(HostWaitError::TimedOut)), "{timed:?}");
+
+    let host_stop = StopSource::new();
+    let stopped = std::thread::scope(|s| {
+        s.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            host_stop.request_stop();
+        });
+        results.acquire(wait(&stream).stop(host_stop.token()))
+    });
+    assert!(
+        matches!(stopped, Err(HostWaitError::Stopped)),
+        "{stopped:?}"
+    );
+
+    // Let the kernel end without releasing: the wait must say so, promptly.
+    assert!(stop.request_stop());
+    let start = Instant::now();
+    let finished = results.acquire(wait(&stream));
+    assert!(
+        matches!(finished, Err(HostWaitError::KernelFinished)),
+        "{finished:?}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
+    stream.synchronize().unwrap();
+    assert_eq!(
+        gpu.download(&seen).unwrap(),
+        [1],
+        "the kernel saw the host's stop"
+    );
+}
+
+#[test]
+fn bus_latch_opens_after_host_and_gpu_count_downs() {
+    let Some(gpu) = runtime() else { return };
+    let (grid, block, host_threads) = (4_u32, 64_u32, 3_u64);
+    let latch = gpu
+        .place_mapped(BusLatch::new(u64::from(grid * block) + host_threads))
+        .unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(latch.device_address())
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_latch_count_down", grid, block, params);
+    std::thread::scope(|s| {
+        for _ in 0..host_threads {
+            s.spawn(|| latch.arrive_and_wait(1, wait(&stream)).unwrap());
+        }
+    });
+    stream.synchronize().unwrap();
+    assert_eq!(gpu.download(&failures).unwrap(), [0]);
+    assert_eq!(latch.counted(), latch.expected());
+}
+
+#[test]
+fn bus_barrier_shows_each_side_the_others_writes_every_phase() {
+    let Some(gpu) = runtime() else { return };
+    let (blocks, host_threads, phases) = (4_u32, 2_u64, 200_u32);
+    let barrier = gpu
+        .place_mapped(BusBarrier::new(host_threads, u64::from(blocks)))
+        .unwrap();
+    let gpu_data = gpu.mapped((blocks * phases) as usize).unwrap();
+    let host_data = gpu.mapped(phases as usize).unwrap();
+    let copied = gpu.zeros::<u32>((blocks * phases) as usize).unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(barrier.device_address())
+        .u32(phases)
+        .pointer(gpu_data.device_address())
+        .pointer(host_data.device_address())
+        .pointer(gpu.address(&copied))
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_barrier_phases", blocks, 32, params);
+    let late = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for thread in 0..host_threads {
+            let (barrier, gpu_data, host_data, late, stream) =
+                (&barrier, &gpu_data, &host_data, &late, &stream);
+            s.spawn(move || {
+                for phase in 0..phases {
+                    if thread == 0 {
+                        host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
+                    }
+                    barrier.arrive_and_wait(wait(stream)).unwrap();
+                    for block in 0..blocks {
+                        if gpu_data.read((block * phases + phase) as usize) != phase + 1 {
+                            late.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    stream.synchronize().unwrap();
+    assert_eq!(gpu.download(&failures).unwrap(), [0]);
+    assert_eq!(
+        late.into_inner(),
+        0,
+        "a GPU write was not visible after its phase"
+    );
+    let copied = gpu.download(&copied).unwrap();
+    for (slot, &value) in copied.iter().enumerate() {
+        assert_eq!(
+            value,
+            slot as u32 % phases + 1,
+            "a host write was not visible"
+        );
+    }
+}
+
+#[test]
+fn stop_requests_cross_the_bus_both_ways() {
+    let Some(gpu) = runtime() else { return };
+    let stream = gpu.new_stream().unwrap();
+    let counter = gpu.zeros::<u32>(1).unwrap();
+
+    // The host stops a waiting kernel.
+    let to_gpu = gpu.place_mapped(BusStopSource::new()).unwrap();
+    let params = KernelParams::default()
+        .pointer(to_gpu.device_address())
+        .pointer(gpu.address(&counter));
+    launch(&gpu, &stream, "bus_stop_wait", 2, 32, params);
+    assert!(to_gpu.request_stop());
+    assert!(
+        !to_gpu.request_stop(),
+        "only the first request returns true"
+    );
+    stream.synchronize().unwrap();
+    assert_eq!(gpu.download(&counter).unwrap(), [64]);
+
+    // A kernel requests stop; the host forwards it to its own source's callbacks.
+    let from_gpu = gpu.place_mapped(BusStopSource::new()).unwrap();
+    let first = gpu.zeros::<u32>(1).unwrap();
+    let host_source = StopSource::new();
+    let ran = std::sync::atomic::AtomicBool::new(false);
+    let _callback =
+        scoped_sync::stop_callback(host_source.token(), || ran.store(true, Ordering::Relaxed));
+    let params = KernelParams::default()
+        .pointer(from_gpu.device_address())
+        .pointer(gpu.address(&first));
+    launch(&gpu, &stream, "bus_stop_request", 4, 64, params);
+    let forwarded = from_gpu.forward_to(&host_source, HostWait::on(&stream).timeout(PATIENCE));
+    assert!(matches!(forwarded, Ok(true)), "{forwarded:?}");
+    assert!(ran.load(Ordering::Relaxed), "the host callback ran");
+    stream.synchronize().unwrap();
+    assert!(from_gpu.requested_by_gpu() && !from_gpu.requested_by_host());
+    assert_eq!(
+        gpu.download(&first).unwrap(),
+        [1],
+        "one GPU request was first"
+    );
+}
+
+#[test]
+fn persistent_worker_serves_items_until_stopped() {
+    let Some(gpu) = runtime() else { return };
+    let (ring, items, threads) = (16_usize, 5_000_u64, 128_u64);
+    let channel = gpu.place_mapped(HandoffChannel::new(0, 0)).unwrap();
+    let stop = gpu.place_mapped(BusStopSource::new()).unwrap();
+    let inputs = gpu.mapped(ring * 2).unwrap();
+    let outputs = gpu.mapped(ring * 2).unwrap();
+    let scratch = gpu.zeros::<u64>(2).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(channel.device_address())
+        .pointer(stop.device_address())
+        .pointer(inputs.device_address())
+        .pointer(outputs.device_address())
+        .u32(ring as u32)
+        .pointer(gpu.address(&scratch));
+    launch(
+        &gpu,
+        &stream,
+        "bus_persistent_worker",
+        1,
+        threads as u32,
+        params,
+    );
+    let (mut sent, mut received) = (0_u64, 0_u64);
+    while received < items {
+        while sent < items && sent - received < ring as u64 {
+            inputs.write_u64(sent as usize % ring, sent + 1);
+            channel.release(1);
+            sent += 1;
+        }
+        let seq = channel.acquire(wait(&stream)).unwrap();
+        assert_eq!(seq, received);
+        let expected = (received + 1) * threads * (threads + 1) / 2;
+        assert_eq!(
+            outputs.read_u64(seq as usize % ring),
+            expected,
+            "item {seq}"
+        );
+        received += 1;
+    }
+    stop.request_stop();
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn mapped_placement_refuses_read_modify_writes_from_both_sides() {
+    let Some(gpu) = runtime() else { return };
+    let placed = gpu.place_mapped(CountingSemaphore::<1>::new(0));
+    if gpu.host_native_atomics().unwrap() {
+        assert!(placed.is_ok());
+    } else {
+        let error = placed.unwrap_err();
+        assert!(
+            matches!(
+                error,
+                PlacementError::NotAtomic {
+                    attribute: "CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED",
+                    memory: "mapped",
+                    ..
+                }
+            ),
+            "{error}"
+        );
+    }
+    assert!(gpu
+        .place_mapped(HandoffSemaphore::<GpuToHost>::new(0))
+        .is_ok());
+}
+
+#[test]
+fn managed_memory_runs_the_ordinary_system_scope_semaphores() {
+    let Some(gpu) = runtime() else { return };
+    if !gpu.concurrent_managed_access().unwrap() {
+        let refused = gpu.place_managed(CountingSemaphore::<1>::new(0));
+        assert!(matches!(refused, Err(PlacementError::NotAtomic { .. })));
+        return;
+    }
+    let to_gpu = gpu
+        .place_managed(CountingSemaphore::<SEMAPHORE_MAX>::new(0))
+        .unwrap();
+    let to_host = gpu
+        .place_managed(CountingSemaphore::<SEMAPHORE_MAX>::new(0))
+        .unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let rounds = 500_u32;
+    let params = KernelParams::default()
+        .pointer(to_gpu.device_address())
+        .pointer(to_host.device_address())
+        .u32(rounds)
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_managed_pingpong", 1, 1, params);
+    for _ in 0..rounds {
+        to_gpu.release(1);
+        wait(&stream)
+            .wait_until(&mut || to_host.try_acquire())
+            .unwrap();
+    }
+    stream.synchronize().unwrap();
+    assert_eq!(gpu.download(&failures).unwrap(), [0]);
+}
+
+#[test]
+fn a_handoff_semaphore_built_by_the_gpu_serves_the_host() {
+    let Some(gpu) = runtime() else { return };
+    // Built on the host with another count, rebuilt in place by a kernel.
+    let semaphore = gpu
+        .place_mapped(HandoffSemaphore::<GpuToHost>::new(1))
+        .unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(semaphore.device_address())
+        .u64(5);
+    launch(&gpu, &stream, "bus_construct_handoff", 1, 1, params);
+    stream.synchronize().unwrap();
+    let units: Vec<_> = std::iter::from_fn(|| semaphore.try_acquire()).collect();
+    assert_eq!(units, [0, 1, 2, 3, 4]);
+    // Then released to by the GPU again (payloads in slots 5..8), acquired by the host.
+    let payload = gpu.mapped(8).unwrap();
+    let params = KernelParams::default()
+        .pointer(semaphore.device_address())
+        .pointer(payload.device_address())
+        .u32(3);
+    launch(&gpu, &stream, "bus_release_stress", 1, 1, params);
+    for expected in 5..8 {
+        assert_eq!(semaphore.acquire(wait(&stream)).unwrap(), expected);
+        assert_eq!(payload.read(expected as usize), payload_of(expected));
+    }
+    stream.synchronize().unwrap();
+}

@@ -1,0 +1,52 @@
+//! A kernel that traps while a host thread waits for it: the wait must end with the
+//! fault, within a second, instead of hanging. Its own test binary, because the trap
+//! poisons the CUDA context for the rest of the process. Without a CUDA driver it
+//! prints "skipped: no CUDA driver" and passes.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use scoped_sync::cuda::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Runtime};
+use scoped_sync::{GpuToHost, HandoffSemaphore};
+
+#[test]
+fn a_kernel_that_traps_while_the_host_waits_is_reported_within_a_second() {
+    // Under CUDA_LAUNCH_BLOCKING=1 the launch itself would wait for the trap.
+    if std::env::var("CUDA_LAUNCH_BLOCKING").is_ok_and(|value| value == "1") {
+        let _ = writeln!(std::io::stderr(), "skipped: CUDA_LAUNCH_BLOCKING=1");
+        return;
+    }
+    let gpu = match Runtime::open() {
+        Ok(runtime) => runtime,
+        Err(CudaError::NoDriver) => {
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            return;
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+    };
+    let results = gpu
+        .place_mapped(HandoffSemaphore::<GpuToHost>::new(0))
+        .unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let kernel = gpu.kernel("bus_trap_after").unwrap();
+    let trap_after = Duration::from_millis(100);
+    let params = KernelParams::default().u64(trap_after.as_nanos() as u64);
+    // SAFETY: `bus_trap_after(u64)`.
+    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }.unwrap();
+    let start = Instant::now();
+    let outcome = results.acquire(HostWait::on(&stream).timeout(Duration::from_secs(30)));
+    let took = start.elapsed();
+    match outcome {
+        Err(HostWaitError::KernelFailed(error)) => {
+            let text = error.to_string();
+            assert!(text.contains("CUDA_ERROR"), "names the CUDA error: {text}");
+        }
+        other => panic!("expected the kernel's fault, got {other:?}"),
+    }
+    assert!(
+        took < trap_after + Duration::from_secs(1),
+        "reported {took:?} after the wait began"
+    );
+    // The context is lost: the placed object must still be freed without a panic.
+    drop(results);
+}
