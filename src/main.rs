@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use report::cli::{self, Command, Options};
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{domains, gpu, gpu_primitives, host, output};
+use report::{bus, domains, gpu, gpu_primitives, host, output};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -56,7 +56,7 @@ fn run(options: Options) -> io::Result<()> {
     }
 
     let gpu_steps = if runtime.is_some() {
-        gpu::steps() + gpu_primitives::steps() + domains::steps()
+        gpu::steps() + gpu_primitives::steps() + domains::steps() + bus::steps()
     } else {
         0
     };
@@ -73,6 +73,15 @@ fn run(options: Options) -> io::Result<()> {
             gpu_rows.extend(domains::measure(runtime, plan, &mut progress)?);
             Ok(gpu_rows)
         });
+        let gpu_rows = gpu_rows
+            .map_err(|error| error.to_string())
+            .and_then(|mut gpu_rows| {
+                gpu_rows.extend(
+                    bus::measure(runtime, plan, &mut progress)
+                        .map_err(|error| error.to_string())?,
+                );
+                Ok(gpu_rows)
+            });
         match gpu_rows {
             Ok(gpu_rows) => rows.extend(gpu_rows),
             Err(error) => eprintln!("scoped-sync: the GPU section failed: {error}"),

@@ -4,10 +4,12 @@
 //! One file per concept: [`cli`] reads the command line, [`workloads`] and
 //! [`atomics`] are the timed loops (shared with `benches/host.rs`, as is [`peers`]),
 //! [`measure`] says how long and how often, [`host`] lists the host section's
-//! measurements, [`gpu`], [`gpu_primitives`] and [`domains`] the GPU section's (when a GPU is present),
+//! measurements, [`gpu`], [`gpu_primitives`], [`domains`] and [`bus`] the GPU section's (when a
+//! GPU is present),
 //! [`output`] prints them.
 
 pub mod atomics;
+pub mod bus;
 pub mod cli;
 pub mod domains;
 pub mod gpu;
