@@ -29,6 +29,10 @@ const YIELD_UNTIL: Duration = Duration::from_micros(200);
 /// Then sleeping this long between polls. With the timer slack at 1 ns the measured
 /// wake-up penalty after a 5 ms wait is a few microseconds (see README "Measured").
 const SLEEP: Duration = Duration::from_micros(5);
+/// Polls before the first reading of the clock.
+const FIRST_POLLS: u32 = 512;
+/// Polls between readings of the clock during the spin.
+const POLLS_PER_CHECK: u32 = 32;
 /// Stream queries, at the most this far apart (one costs about 0.1 µs).
 pub const QUERY_PERIOD: Duration = Duration::from_micros(10);
 /// Timer slack of a sleeping waiter, in nanoseconds (Linux defaults to 50 µs, which
@@ -49,8 +53,16 @@ const SLEEP_SLACK_NS: libc::c_ulong = 1;
 /// ```
 pub struct HostWait<'a> {
     stream: &'a Stream,
-    deadline: Option<Instant>,
+    limit: Option<Limit>,
     stop: Option<StopToken<'a>>,
+}
+
+/// When a [`HostWait`] gives up: a timeout starts counting when the wait first reads
+/// the clock, so that a wait that ends within its first polls reads no clock at all.
+#[derive(Clone, Copy)]
+enum Limit {
+    After(Duration),
+    At(Instant),
 }
 
 /// Why a [`HostWait`] ended without its condition.
@@ -98,19 +110,20 @@ impl<'a> HostWait<'a> {
     pub fn on(stream: &'a Stream) -> Self {
         Self {
             stream,
-            deadline: None,
+            limit: None,
             stop: None,
         }
     }
 
     /// Ends the wait with [`HostWaitError::TimedOut`] after `timeout`.
-    pub fn timeout(self, timeout: Duration) -> Self {
-        self.deadline(Instant::now() + timeout)
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.limit = Some(Limit::After(timeout));
+        self
     }
 
     /// Ends the wait with [`HostWaitError::TimedOut`] at `deadline`.
     pub fn deadline(mut self, deadline: Instant) -> Self {
-        self.deadline = Some(deadline);
+        self.limit = Some(Limit::At(deadline));
         self
     }
 
@@ -120,11 +133,11 @@ impl<'a> HostWait<'a> {
         self
     }
 
-    fn interrupted(&self, now: Instant) -> Option<HostWaitError> {
+    fn interrupted(&self, now: Instant, deadline: Option<Instant>) -> Option<HostWaitError> {
         if self.stop.is_some_and(|token| token.stop_requested()) {
             return Some(HostWaitError::Stopped);
         }
-        match self.deadline {
+        match deadline {
             Some(deadline) if now >= deadline => Some(HostWaitError::TimedOut),
             _ => None,
         }
@@ -135,16 +148,34 @@ impl BusWait for HostWait<'_> {
     type Error = HostWaitError;
 
     fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), HostWaitError> {
+        // A hand-off usually lands within the first microseconds: poll before anything
+        // else, with no clock reading (which can cost more than a poll in a VM).
+        for _ in 0..FIRST_POLLS {
+            if ready() {
+                return Ok(());
+            }
+            std::hint::spin_loop();
+        }
         let start = Instant::now();
+        let deadline = self.limit.map(|limit| match limit {
+            Limit::After(timeout) => start + timeout,
+            Limit::At(deadline) => deadline,
+        });
         let mut bound = false;
         let mut next_query = start + QUERY_PERIOD;
         let mut slack = None;
-        let result = loop {
-            if ready() {
-                break Ok(());
+        let result = 'wait: loop {
+            // Polls between clock readings: a clock reading can cost more than a poll
+            // (a virtual machine's clock may trap), and a late reading only delays a
+            // deadline or a query by a microsecond or two.
+            for _ in 0..POLLS_PER_CHECK {
+                if ready() {
+                    break 'wait Ok(());
+                }
+                std::hint::spin_loop();
             }
             let now = Instant::now();
-            if let Some(error) = self.interrupted(now) {
+            if let Some(error) = self.interrupted(now, deadline) {
                 break Err(error);
             }
             if now >= next_query {
@@ -166,7 +197,7 @@ impl BusWait for HostWait<'_> {
             }
             let waited = now - start;
             if waited < SPIN {
-                std::hint::spin_loop();
+                continue;
             } else if waited < YIELD_UNTIL {
                 std::thread::yield_now();
             } else {
