@@ -10,6 +10,15 @@
 //! ```compile_fail
 //! let barrier = sync_host::Barrier::<sync_shared::Block>::new(2); // no Backend<Block> for Host
 //! ```
+//!
+//! A bus object's operations belong to one side: the host releases into a `HostToGpu`
+//! semaphore and cannot acquire from it (only GPU threads may; the build fails when the
+//! call is instantiated):
+//!
+//! ```compile_fail,E0080
+//! let work = sync_host::HandoffSemaphore::<sync_host::HostToGpu>::new(1);
+//! let _ = work.try_acquire();
+//! ```
 
 mod bus_side;
 pub mod cuda;
