@@ -3,13 +3,17 @@
 //! no CUDA driver" and passes. A kernel that traps poisons its context, so that test
 //! has its own binary (`tests/gpu_fault.rs`).
 
+mod common;
+
 use std::io::Write;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use common::hang_guard;
+use scoped_sync::cuda::bus_demo;
 use scoped_sync::cuda::{
-    CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, PlacementError, Runtime,
-    Stream,
+    CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError,
+    Runtime, Stream,
 };
 use scoped_sync::{
     BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost, HandoffChannel,
@@ -363,47 +367,15 @@ fn stop_requests_cross_the_bus_both_ways() {
 #[test]
 fn persistent_worker_serves_items_until_stopped() {
     let Some(gpu) = runtime() else { return };
-    let (ring, items, threads) = (16_usize, 5_000_u64, 128_u64);
-    let channel = gpu.place_mapped(HandoffChannel::new(0, 0)).unwrap();
-    let stop = gpu.place_mapped(BusStopSource::new()).unwrap();
-    let inputs = gpu.mapped(ring * 2).unwrap();
-    let outputs = gpu.mapped(ring * 2).unwrap();
-    let scratch = gpu.zeros::<u64>(2).unwrap();
-    let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .pointer(stop.device_address())
-        .pointer(inputs.device_address())
-        .pointer(outputs.device_address())
-        .u32(ring as u32)
-        .pointer(gpu.address(&scratch));
-    launch(
-        &gpu,
-        &stream,
-        "bus_persistent_worker",
-        1,
-        threads as u32,
-        params,
-    );
-    let (mut sent, mut received) = (0_u64, 0_u64);
-    while received < items {
-        while sent < items && sent - received < ring as u64 {
-            inputs.write_u64(sent as usize % ring, sent + 1);
-            channel.release(1);
-            sent += 1;
+    // `persistent_worker` checks every answer and fails on a wrong one; then it stops
+    // the kernel with a `BusStopSource` and synchronizes its stream, which would hang
+    // if the kernel missed the stop: the guard turns that into a failure.
+    hang_guard("persistent worker", 120, || {
+        for window in [1, 16] {
+            let run = bus_demo::persistent_worker(&gpu, 5_000, window, 128).unwrap();
+            assert_eq!((run.items, run.window), (5_000, window));
         }
-        let seq = channel.acquire(wait(&stream)).unwrap();
-        assert_eq!(seq, received);
-        let expected = (received + 1) * threads * (threads + 1) / 2;
-        assert_eq!(
-            outputs.read_u64(seq as usize % ring),
-            expected,
-            "item {seq}"
-        );
-        received += 1;
-    }
-    stop.request_stop();
-    stream.synchronize().unwrap();
+    });
 }
 
 #[test]
@@ -464,25 +436,43 @@ fn managed_memory_runs_the_ordinary_system_scope_semaphores() {
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
 }
 
+/// The object a `bus_construct` kernel built at the start of `memory`.
+///
+/// # Safety
+///
+/// The kernel built a `T` there and has ended; nothing else writes the memory.
+unsafe fn built_in<'m, T>(memory: &'m MappedBuffer<'_>) -> &'m T {
+    // SAFETY: pinned allocations are page-aligned; the caller vouches for the rest.
+    unsafe { &*memory.host_words().as_ptr().cast::<T>() }
+}
+
 #[test]
-fn a_handoff_semaphore_built_by_the_gpu_serves_the_host() {
+fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     let Some(gpu) = runtime() else { return };
-    // Built on the host with another count, rebuilt in place by a kernel.
-    let semaphore = gpu
-        .place_mapped(HandoffSemaphore::<GpuToHost>::new(1))
-        .unwrap();
     let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(semaphore.device_address())
-        .u64(5);
-    launch(&gpu, &stream, "bus_construct_handoff", 1, 1, params);
-    stream.synchronize().unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let counter = gpu.zeros::<u32>(1).unwrap();
+    let build = |memory: &MappedBuffer<'_>, kind: u32, a: u64, b: u64| {
+        let params = KernelParams::default()
+            .u32(kind)
+            .pointer(memory.device_address())
+            .u64(a)
+            .u64(b);
+        launch(&gpu, &stream, "bus_construct", 1, 1, params);
+        stream.synchronize().unwrap();
+    };
+    let memory: Vec<MappedBuffer<'_>> = (0..5).map(|_| gpu.mapped(128).unwrap()).collect();
+
+    // A semaphore made holding 5 units: the host takes them, then a kernel releases 3
+    // more with payloads.
+    build(&memory[0], 0, 5, 0);
+    // SAFETY: kind 0 is a `HandoffSemaphore<GpuToHost>`; the kernel has ended.
+    let semaphore: &HandoffSemaphore<GpuToHost> = unsafe { built_in(&memory[0]) };
     let units: Vec<_> = std::iter::from_fn(|| semaphore.try_acquire()).collect();
     assert_eq!(units, [0, 1, 2, 3, 4]);
-    // Then released to by the GPU again (payloads in slots 5..8), acquired by the host.
     let payload = gpu.mapped(8).unwrap();
     let params = KernelParams::default()
-        .pointer(semaphore.device_address())
+        .pointer(memory[0].device_address())
         .pointer(payload.device_address())
         .u32(3);
     launch(&gpu, &stream, "bus_release_stress", 1, 1, params);
@@ -491,4 +481,71 @@ fn a_handoff_semaphore_built_by_the_gpu_serves_the_host() {
         assert_eq!(payload.read(expected as usize), payload_of(expected));
     }
     stream.synchronize().unwrap();
+
+    // A channel made with 2 units for the GPU and 1 for the host: the host takes its
+    // unit, a ping-pong kernel answers the 2 and one more the host releases.
+    build(&memory[1], 1, 2, 1);
+    // SAFETY: kind 1 is a `HandoffChannel`.
+    let channel: &HandoffChannel = unsafe { built_in(&memory[1]) };
+    assert_eq!(channel.try_acquire(), Some(0));
+    let params = KernelParams::default()
+        .pointer(memory[1].device_address())
+        .u32(3)
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_pingpong", 1, 1, params);
+    channel.release(1);
+    for expected in 1..4 {
+        assert_eq!(channel.acquire(wait(&stream)).unwrap(), expected);
+    }
+    stream.synchronize().unwrap();
+
+    // A latch made expecting 2 × 64 GPU threads and 1 host count-down.
+    build(&memory[2], 2, 129, 0);
+    // SAFETY: kind 2 is a `BusLatch`.
+    let latch: &BusLatch = unsafe { built_in(&memory[2]) };
+    let params = KernelParams::default()
+        .pointer(memory[2].device_address())
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_latch_count_down", 2, 64, params);
+    latch.arrive_and_wait(1, wait(&stream)).unwrap();
+    stream.synchronize().unwrap();
+
+    // A barrier made for 1 host and 2 GPU participants, 10 phases.
+    build(&memory[3], 3, 1, 2);
+    // SAFETY: kind 3 is a `BusBarrier`.
+    let barrier: &BusBarrier = unsafe { built_in(&memory[3]) };
+    let (blocks, phases) = (2_u32, 10_u32);
+    let gpu_data = gpu.mapped((blocks * phases) as usize).unwrap();
+    let host_data = gpu.mapped(phases as usize).unwrap();
+    let copied = gpu.zeros::<u32>((blocks * phases) as usize).unwrap();
+    let params = KernelParams::default()
+        .pointer(memory[3].device_address())
+        .u32(phases)
+        .pointer(gpu_data.device_address())
+        .pointer(host_data.device_address())
+        .pointer(gpu.address(&copied))
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_barrier_phases", blocks, 32, params);
+    for phase in 0..phases {
+        host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
+        barrier.arrive_and_wait(wait(&stream)).unwrap();
+    }
+    stream.synchronize().unwrap();
+
+    // A stop source: the host requests stop, a kernel's 32 threads see it.
+    build(&memory[4], 4, 0, 0);
+    // SAFETY: kind 4 is a `BusStopSource`.
+    let stop: &BusStopSource = unsafe { built_in(&memory[4]) };
+    assert!(!stop.stop_requested());
+    assert!(stop.request_stop());
+    let params = KernelParams::default()
+        .pointer(memory[4].device_address())
+        .pointer(gpu.address(&counter));
+    launch(&gpu, &stream, "bus_stop_wait", 1, 32, params);
+    stream.synchronize().unwrap();
+
+    assert_eq!(gpu.download(&failures).unwrap(), [0]);
+    assert_eq!(gpu.download(&counter).unwrap(), [32]);
+    // The objects have no destructor: freeing the memory (host side) ends them.
+    drop(memory);
 }

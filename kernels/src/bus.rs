@@ -330,18 +330,28 @@ pub unsafe extern "gpu-kernel" fn bus_host_wake(
     }
 }
 
-/// Builds a `HandoffSemaphore` holding `initial` units in place (the rotation tests:
-/// an object constructed by the GPU and used by the host).
-#[no_mangle]
-pub unsafe extern "gpu-kernel" fn bus_construct_handoff(
-    semaphore: *mut HandoffSemaphore<GpuToHost>,
-    initial: u64,
-) {
-    // SAFETY: the host passes room for one semaphore that nothing uses meanwhile.
-    unsafe { semaphore.write(HandoffSemaphore::new(initial)) };
-    // The host reads it after the kernel ends, which orders these plain stores.
-}
-
 /// Does nothing: the launch + synchronize baseline of the handoff round trip.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn bus_empty() {}
+
+/// Builds a bus object in place in host-allocated mapped memory (the rotation tests:
+/// constructed by the GPU, then used by the host and by kernels): `kind` 0: a
+/// `GpuToHost` `HandoffSemaphore` holding `a` units, 1: a `HandoffChannel` with `a`
+/// units to the GPU and `b` to the host, 2: a `BusLatch` expecting `a`, 3: a
+/// `BusBarrier` of `a` host and `b` GPU participants, 4: a `BusStopSource`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn bus_construct(kind: u32, object: *mut u8, a: u64, b: u64) {
+    // SAFETY: the host passes room for the object (64-byte aligned) that nothing uses
+    // meanwhile; it reads the object after the kernel ends.
+    unsafe {
+        match kind {
+            0 => object
+                .cast::<HandoffSemaphore<GpuToHost>>()
+                .write(HandoffSemaphore::new(a)),
+            1 => object.cast::<HandoffChannel>().write(HandoffChannel::new(a, b)),
+            2 => object.cast::<BusLatch>().write(BusLatch::new(a)),
+            3 => object.cast::<BusBarrier>().write(BusBarrier::new(a, b)),
+            _ => object.cast::<BusStopSource>().write(BusStopSource::new()),
+        }
+    }
+}
