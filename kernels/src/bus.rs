@@ -348,7 +348,9 @@ pub unsafe extern "gpu-kernel" fn bus_construct(kind: u32, object: *mut u8, a: u
             0 => object
                 .cast::<HandoffSemaphore<GpuToHost>>()
                 .write(HandoffSemaphore::new(a)),
-            1 => object.cast::<HandoffChannel>().write(HandoffChannel::new(a, b)),
+            1 => object
+                .cast::<HandoffChannel>()
+                .write(HandoffChannel::new(a, b)),
             2 => object.cast::<BusLatch>().write(BusLatch::new(a)),
             3 => object.cast::<BusBarrier>().write(BusBarrier::new(a, b)),
             _ => object.cast::<BusStopSource>().write(BusStopSource::new()),
