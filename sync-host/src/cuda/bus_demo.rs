@@ -118,6 +118,17 @@ pub fn handoff_round_trip(
     rounds: u32,
     paths: Paths,
 ) -> Result<Duration, DemoError> {
+    ping_pong(runtime, rounds, paths, Duration::ZERO)
+}
+
+/// The round trips of [`handoff_round_trip`], the host idling `idle` (untimed, its
+/// stream queried) before each release; the mean of the timed part.
+fn ping_pong(
+    runtime: &Runtime,
+    rounds: u32,
+    paths: Paths,
+    idle: Duration,
+) -> Result<Duration, DemoError> {
     let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
     let failures = runtime.zeros::<u32>(1)?;
     let stream = runtime.new_stream()?;
@@ -131,28 +142,43 @@ pub fn handoff_round_trip(
         .pointer(runtime.address(&failures));
     // SAFETY: `(channel*, u32, u32*)`; all outlive the synchronize below.
     unsafe { launch(runtime, &stream, kernel, 1, params) }?;
-    let start = Instant::now();
-    match paths {
-        Paths::Exclusive => {
-            let (mut outbox, mut inbox) = endpoints(&channel)?;
-            for _ in 0..rounds {
-                outbox.release(1);
-                inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+    let mut exclusive = match paths {
+        Paths::Exclusive => Some(endpoints(&channel)?),
+        Paths::Shared => None,
+    };
+    let mut timed = Duration::ZERO;
+    // One clock reading before and one after the loop when nothing idles: a reading
+    // per round would add to what is measured.
+    let mut start = Instant::now();
+    for _ in 0..rounds {
+        if !idle.is_zero() {
+            timed += start.elapsed();
+            let until = Instant::now() + idle;
+            while Instant::now() < until {
+                stream.is_busy()?;
+                std::thread::sleep(Duration::from_micros(100).min(idle));
             }
+            start = Instant::now();
         }
-        Paths::Shared => {
-            for _ in 0..rounds {
+        let wait = HostWait::on(&stream).timeout(PATIENCE);
+        match exclusive.as_mut() {
+            Some((outbox, inbox)) => {
+                outbox.release(1);
+                inbox.acquire(wait)?;
+            }
+            None => {
                 channel.release(1);
-                channel.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+                channel.acquire(wait)?;
             }
         }
     }
-    let took = start.elapsed();
+    timed += start.elapsed();
+    drop(exclusive);
     stream.synchronize()?;
     if runtime.download(&failures)? != [0] {
         return Err(DemoError::Wrong("the ping-pong kernel timed out"));
     }
-    Ok(took / rounds)
+    Ok(timed / rounds.max(1))
 }
 
 /// The host's exclusive endpoints of a fresh channel: (to the GPU, from the GPU).
@@ -362,45 +388,7 @@ fn host_wake_round_trips(
 /// waiting `waited` for the host's release, beside the plain round trip.
 pub fn device_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
     Ok(WakeUp {
-        plain: device_wake_round_trips(runtime, Duration::ZERO, reps)?,
-        after_wait: device_wake_round_trips(runtime, waited, reps)?,
+        plain: ping_pong(runtime, reps, Paths::Exclusive, Duration::ZERO)?,
+        after_wait: ping_pong(runtime, reps, Paths::Exclusive, waited)?,
     })
-}
-
-/// Mean round trip, timed on the host, when the host releases after `wait`.
-fn device_wake_round_trips(
-    runtime: &Runtime,
-    wait: Duration,
-    reps: u32,
-) -> Result<Duration, DemoError> {
-    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
-    let failures = runtime.zeros::<u32>(1)?;
-    let stream = runtime.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .u32(reps)
-        .pointer(runtime.address(&failures));
-    // SAFETY: `bus_pingpong`'s parameters; all outlive the synchronize below.
-    unsafe { launch(runtime, &stream, "bus_pingpong", 1, params) }?;
-    let (mut outbox, mut inbox) = endpoints(&channel)?;
-    let mut total = Duration::ZERO;
-    for _ in 0..reps {
-        if !wait.is_zero() {
-            // The host keeps the kernel's stream queried while it idles.
-            let until = Instant::now() + wait;
-            while Instant::now() < until {
-                stream.is_busy()?;
-                std::thread::sleep(Duration::from_micros(100).min(wait));
-            }
-        }
-        let start = Instant::now();
-        outbox.release(1);
-        inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
-        total += start.elapsed();
-    }
-    stream.synchronize()?;
-    if runtime.download(&failures)? != [0] {
-        return Err(DemoError::Wrong("the ping-pong kernel timed out"));
-    }
-    Ok(total / reps.max(1))
 }
