@@ -2,14 +2,17 @@
 //! loops per scope (timed inside the kernel with `%clock64`, so launch overhead is not
 //! counted), contended relaxed device-scope atomics (all threads, one word), and every
 //! device primitive of the report (one iteration = one barrier phase or semaphore
-//! round trip, timed with GPU events around launches of many).
+//! round trip, timed with GPU events around launches of many), and the host–GPU round
+//! trips of `bus_demo` (raw spinning and the handoff channel on one mapped line, and
+//! an empty kernel's launch + synchronize; timed on the host).
 //! Without a CUDA driver it prints "skipped: no CUDA driver" and measures nothing.
 
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use scoped_sync::cuda::bus_demo::{self, Paths, RoundTrips};
 use scoped_sync::cuda::primitive_costs::WORKLOADS;
-use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
+use scoped_sync::cuda::{CorePin, CudaError, PushKernelArg, Runtime};
 
 /// Longest chain one launch runs; criterion's iteration counts are split into launches.
 const MAX_CHAIN: u64 = 1 << 20;
@@ -145,5 +148,44 @@ fn primitives(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, per_scope, contended, primitives);
+/// Round trips one measurement runs at most (one kernel launch each).
+const MAX_ROUND_TRIPS: u64 = 1 << 16;
+
+/// The time of `round_trips` round trips, in kernel launches of at most
+/// [`MAX_ROUND_TRIPS`] each.
+fn in_launches(
+    round_trips: u64,
+    mut measure: impl FnMut(u32) -> Result<Duration, bus_demo::DemoError>,
+) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = round_trips;
+    while left > 0 {
+        let n = u32::try_from(left.min(MAX_ROUND_TRIPS)).expect("fits");
+        total += measure(n).expect("round trips") * n;
+        left -= u64::from(n);
+    }
+    total
+}
+
+fn host_gpu(c: &mut Criterion) {
+    let Some(gpu) = runtime() else { return };
+    let _pin = CorePin::current_core();
+    let mut trips = RoundTrips::new(&gpu).expect("a mapped line");
+    let mut group = c.benchmark_group("host<->gpu round trip");
+    group
+        .measurement_time(Duration::from_secs(2))
+        .sample_size(10);
+    group.bench_function("raw spin on mapped memory", |b| {
+        b.iter_custom(|n| in_launches(n, |rounds| trips.raw_spin(rounds)));
+    });
+    group.bench_function("handoff channel, endpoints", |b| {
+        b.iter_custom(|n| in_launches(n, |rounds| trips.handoff(rounds, Paths::Exclusive)));
+    });
+    group.bench_function("launch + stream synchronize", |b| {
+        b.iter_custom(|n| in_launches(n, |rounds| bus_demo::launch_round_trip(&gpu, rounds)));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, per_scope, contended, primitives, host_gpu);
 criterion_main!(benches);

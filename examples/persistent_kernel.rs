@@ -10,8 +10,8 @@
 
 use std::process::ExitCode;
 
-use scoped_sync::cuda::bus_demo::{self, Paths};
-use scoped_sync::cuda::{CudaError, Runtime};
+use scoped_sync::cuda::bus_demo::{self, Paths, RoundTrips};
+use scoped_sync::cuda::{CorePin, CudaError, Runtime};
 
 fn main() -> ExitCode {
     let items = std::env::args()
@@ -41,11 +41,15 @@ fn main() -> ExitCode {
             );
         }
         // Alternating, best of three each (the bus and the host core are noisy).
+        // Raw spinning and the channel on one mapped line (see `RoundTrips`), from one
+        // host core (see `CorePin`).
+        let _pin = CorePin::current_core();
+        let mut trips = RoundTrips::new(&runtime)?;
         let (mut handoff, mut raw, mut launch) = (f64::MAX, f64::MAX, f64::MAX);
         for _ in 0..3 {
-            let round_trip = bus_demo::handoff_round_trip(&runtime, 10_000, Paths::Exclusive)?;
+            let round_trip = trips.handoff(10_000, Paths::Exclusive)?;
             handoff = handoff.min(round_trip.as_secs_f64() * 1e6);
-            raw = raw.min(bus_demo::raw_spin_round_trip(&runtime, 10_000)?.as_secs_f64() * 1e6);
+            raw = raw.min(trips.raw_spin(10_000)?.as_secs_f64() * 1e6);
             launch = launch.min(bus_demo::launch_round_trip(&runtime, 2_000)?.as_secs_f64() * 1e6);
         }
         println!(

@@ -10,6 +10,8 @@
 #                                         # the same-address table also needs cupy)
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
 #   DIR/persistent_kernel                 # the host-fed persistent kernel example
+#   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
+#                                         # the file)
 #
 # The runner runs every test twice: as is, and serialized under
 # CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1.
@@ -49,6 +51,7 @@ cp target/release/examples/persistent_kernel "$out/persistent_kernel"
 strip "$out/scoped-sync" "$out/persistent_kernel"
 cp scripts/gpu-compare.sh "$out/compare.sh"
 cp scripts/gpu-placement.py "$out/placement.py"
+cp scripts/gpu-mapped-line.cu "$out/mapped-line.cu"
 # The PTX the binaries embed, for placement.py (which loads it beside the anchor's).
 cp "$(ls -t target/release/build/sync-host-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
 anchors="$(git rev-parse --show-toplevel)/../shared/anchors"

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use scoped_sync::cuda::bus_demo::{self, DemoError, Paths, WakeUp};
-use scoped_sync::cuda::Runtime;
+use scoped_sync::cuda::bus_demo::{self, DemoError, Paths, RoundTrips, WakeUp};
+use scoped_sync::cuda::{CorePin, Runtime};
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -44,18 +44,17 @@ pub fn measure(
     let rounds = u32::try_from(plan.scale(20_000)).unwrap_or(20_000).max(100);
     let mut rows = Vec::new();
 
-    // The round trips alternate, best of the repetitions each: the host's core and the
-    // bus are noisy, and a comparison is only fair within one stretch of time.
+    // The round trips alternate, best of the repetitions each: the bus is noisy, and a
+    // comparison is only fair within one stretch of time. Raw spinning and the channel
+    // share one mapped line (see `RoundTrips`) and one host core (see `CorePin`).
     progress.step("cuda host<->gpu round trips");
+    let pin = CorePin::current_core();
+    let mut trips = RoundTrips::new(runtime)?;
     let (mut raw, mut exclusive, mut launch) = (Duration::MAX, Duration::MAX, Duration::MAX);
-    for _ in 0..plan.repetitions.max(1) {
-        raw = raw.min(bus_demo::raw_spin_round_trip(runtime, rounds)?);
-        exclusive = exclusive.min(bus_demo::handoff_round_trip(
-            runtime,
-            rounds,
-            Paths::Exclusive,
-        )?);
-        launch = launch.min(bus_demo::launch_round_trip(runtime, rounds / 10)?);
+    for _ in 0..3 * plan.repetitions.max(1) {
+        raw = raw.min(trips.raw_spin(rounds / 3)?);
+        exclusive = exclusive.min(trips.handoff(rounds / 3, Paths::Exclusive)?);
+        launch = launch.min(bus_demo::launch_round_trip(runtime, rounds / 30)?);
     }
     let raw = sample("peer:raw spin on mapped memory", "round trip", 1, raw);
     rows.push(Row {
@@ -63,7 +62,8 @@ pub fn measure(
         peer: Some(raw.clone()),
     });
     progress.step("cuda host<->gpu shared paths");
-    let shared = bus_demo::handoff_round_trip(runtime, rounds / 10, Paths::Shared)?;
+    let shared = trips.handoff(rounds / 10, Paths::Shared)?;
+    drop(pin);
     rows.push(Row {
         ours: sample("handoff_channel", "round trip, shared paths", 1, shared),
         peer: Some(raw),

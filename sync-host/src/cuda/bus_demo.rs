@@ -78,27 +78,173 @@ unsafe fn launch(
     unsafe { kernel.launch_ex(stream, 1, block, LaunchOptions::default(), params) }
 }
 
-/// Average round trip of the anchor's raw ping-pong: the host stores an odd value to
-/// one mapped word and spins until the GPU stores the next even one.
-pub fn raw_spin_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
-    let flag = runtime.mapped(16)?;
-    let stream = runtime.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(flag.device_address())
-        .u32(rounds);
-    // SAFETY: `bus_raw_pingpong(u32*, u32)`; `flag` outlives the synchronize below.
-    unsafe { launch(runtime, &stream, "bus_raw_pingpong", 1, params) }?;
-    let word = &flag.host_words()[0];
-    let start = Instant::now();
-    for round in 0..rounds {
-        word.store(2 * round + 1, Ordering::Release);
-        while word.load(Ordering::Acquire) != 2 * round + 2 {
-            std::hint::spin_loop();
+/// The round trips of the comparison, all on one cache line of mapped memory:
+/// raw spinning on the line's first word (the anchor's ping-pong), and a
+/// [`HandoffChannel`] whose two published counts fill the same line.
+///
+/// One line for both because the latency of a mapped line depends on where it lands:
+/// measured on an H100 with `scripts/gpu-mapped-line.cu` (9 alternating runs of 5000
+/// round trips per case, host thread pinned to one of four cores in turn), three lines
+/// of one allocation differed by up to 12% from one core, while raw spinning and the
+/// channel's two words on the same line differed by 13 to 19 ns of about 2 µs on every
+/// line and core. Separate allocations compare placements as much as protocols.
+pub struct RoundTrips<'r> {
+    runtime: &'r Runtime,
+    line: super::MappedBuffer<'r>,
+}
+
+impl<'r> RoundTrips<'r> {
+    /// Allocates the line (with room for the whole channel).
+    pub fn new(runtime: &'r Runtime) -> Result<Self, DemoError> {
+        let words = std::mem::size_of::<HandoffChannel>() / 4;
+        let line = runtime.mapped(words)?;
+        let address = line.host_words().as_ptr() as usize;
+        if address % std::mem::align_of::<HandoffChannel>() != 0 {
+            return Err(DemoError::Wrong(
+                "mapped memory is not aligned to a cache line",
+            ));
+        }
+        Ok(Self { runtime, line })
+    }
+
+    /// Average round trip of the anchor's raw ping-pong: the host stores an odd value
+    /// to the line's first word and spins until the GPU stores the next even one.
+    pub fn raw_spin(&mut self, rounds: u32) -> Result<Duration, DemoError> {
+        let word = &self.line.host_words()[0];
+        word.store(0, Ordering::Relaxed);
+        let stream = self.runtime.new_stream()?;
+        let params = KernelParams::default()
+            .pointer(self.line.device_address())
+            .u32(rounds);
+        // SAFETY: `bus_raw_pingpong(u32*, u32)`; the line outlives the synchronize
+        // below.
+        unsafe { launch(self.runtime, &stream, "bus_raw_pingpong", 1, params) }?;
+        let start = Instant::now();
+        for round in 0..rounds {
+            word.store(2 * round + 1, Ordering::Release);
+            while word.load(Ordering::Acquire) != 2 * round + 2 {
+                std::hint::spin_loop();
+            }
+        }
+        let took = start.elapsed();
+        stream.synchronize()?;
+        Ok(took / rounds.max(1))
+    }
+
+    /// Average round trip GPU release → host acquire → host release → GPU acquire
+    /// through a fresh [`HandoffChannel`] on the line.
+    pub fn handoff(&mut self, rounds: u32, paths: Paths) -> Result<Duration, DemoError> {
+        self.ping_pong(rounds, paths, Duration::ZERO)
+    }
+
+    /// A fresh channel on the line. `&mut self`: no kernel or borrow of an earlier
+    /// one is left (every measurement synchronizes its stream before it returns).
+    fn fresh_channel(&mut self) -> &HandoffChannel {
+        let channel = self
+            .line
+            .host_words()
+            .as_ptr()
+            .cast::<HandoffChannel>()
+            .cast_mut();
+        // SAFETY: the buffer holds `size_of::<HandoffChannel>()` bytes aligned for it
+        // (checked in `new`); the words are atomics (interior mutability) that nothing
+        // else reads or writes now, as above; the channel is plain atomics, valid for
+        // any bytes, and lives as long as the borrow of `self`.
+        unsafe {
+            channel.write(HandoffChannel::new(0, 0));
+            &*channel
         }
     }
-    let took = start.elapsed();
-    stream.synchronize()?;
-    Ok(took / rounds)
+
+    /// The round trips of [`handoff`](Self::handoff), the host idling `idle` (untimed,
+    /// its stream queried) before each release; the mean of the timed part.
+    fn ping_pong(
+        &mut self,
+        rounds: u32,
+        paths: Paths,
+        idle: Duration,
+    ) -> Result<Duration, DemoError> {
+        let (runtime, device_address) = (self.runtime, self.line.device_address());
+        let channel = self.fresh_channel();
+        let failures = runtime.zeros::<u32>(1)?;
+        let stream = runtime.new_stream()?;
+        let kernel = match paths {
+            Paths::Exclusive => "bus_pingpong",
+            Paths::Shared => "bus_pingpong_shared",
+        };
+        let params = KernelParams::default()
+            .pointer(device_address)
+            .u32(rounds)
+            .pointer(runtime.address(&failures));
+        // SAFETY: `(channel*, u32, u32*)`; all outlive the synchronize below.
+        unsafe { launch(runtime, &stream, kernel, 1, params) }?;
+        let mut exclusive = match paths {
+            Paths::Exclusive => Some(endpoints(channel)?),
+            Paths::Shared => None,
+        };
+        let mut timed = Duration::ZERO;
+        // One clock reading before and one after the loop when nothing idles: a reading
+        // per round would add to what is measured.
+        let mut start = Instant::now();
+        for _ in 0..rounds {
+            if !idle.is_zero() {
+                timed += start.elapsed();
+                let until = Instant::now() + idle;
+                while Instant::now() < until {
+                    stream.is_busy()?;
+                    std::thread::sleep(Duration::from_micros(100).min(idle));
+                }
+                start = Instant::now();
+            }
+            let wait = HostWait::on(&stream).timeout(PATIENCE);
+            match exclusive.as_mut() {
+                Some((outbox, inbox)) => {
+                    outbox.release(1);
+                    inbox.acquire(wait)?;
+                }
+                None => {
+                    channel.release(1);
+                    channel.acquire(wait)?;
+                }
+            }
+        }
+        timed += start.elapsed();
+        drop(exclusive);
+        stream.synchronize()?;
+        if runtime.download(&failures)? != [0] {
+            return Err(DemoError::Wrong("the ping-pong kernel timed out"));
+        }
+        Ok(timed / rounds.max(1))
+    }
+
+    /// Mean round trip, timed on the GPU, when the GPU releases after `wait` of the
+    /// host waiting.
+    fn host_wake(&mut self, wait: Duration, reps: u32) -> Result<Duration, DemoError> {
+        let (runtime, device_address) = (self.runtime, self.line.device_address());
+        let channel = self.fresh_channel();
+        let elapsed = runtime.zeros::<u64>(reps as usize)?;
+        let stream = runtime.new_stream()?;
+        let params = KernelParams::default()
+            .pointer(device_address)
+            .u64(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
+            .u32(reps)
+            .pointer(runtime.address(&elapsed));
+        // SAFETY: `bus_host_wake`'s parameters; all outlive the synchronize below.
+        unsafe { launch(runtime, &stream, "bus_host_wake", 1, params) }?;
+        let (mut outbox, mut inbox) = endpoints(channel)?;
+        for _ in 0..reps {
+            inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
+            outbox.release(1);
+        }
+        drop((outbox, inbox));
+        stream.synchronize()?;
+        let elapsed = runtime.download(&elapsed)?;
+        if elapsed.contains(&u64::MAX) {
+            return Err(DemoError::Wrong("the GPU timed out waiting for the host"));
+        }
+        let mean = elapsed.iter().sum::<u64>() / u64::from(reps.max(1));
+        Ok(Duration::from_nanos(mean))
+    }
 }
 
 /// How the two sides use the handoff semaphores of a round trip.
@@ -109,76 +255,6 @@ pub enum Paths {
     /// The shared paths: read-modify-writes on each side's own words (on the GPU they
     /// cross PCIe, because the object is in mapped memory).
     Shared,
-}
-
-/// Average round trip GPU release → host acquire → host release → GPU acquire through
-/// a [`HandoffChannel`] in mapped memory.
-pub fn handoff_round_trip(
-    runtime: &Runtime,
-    rounds: u32,
-    paths: Paths,
-) -> Result<Duration, DemoError> {
-    ping_pong(runtime, rounds, paths, Duration::ZERO)
-}
-
-/// The round trips of [`handoff_round_trip`], the host idling `idle` (untimed, its
-/// stream queried) before each release; the mean of the timed part.
-fn ping_pong(
-    runtime: &Runtime,
-    rounds: u32,
-    paths: Paths,
-    idle: Duration,
-) -> Result<Duration, DemoError> {
-    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
-    let failures = runtime.zeros::<u32>(1)?;
-    let stream = runtime.new_stream()?;
-    let kernel = match paths {
-        Paths::Exclusive => "bus_pingpong",
-        Paths::Shared => "bus_pingpong_shared",
-    };
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .u32(rounds)
-        .pointer(runtime.address(&failures));
-    // SAFETY: `(channel*, u32, u32*)`; all outlive the synchronize below.
-    unsafe { launch(runtime, &stream, kernel, 1, params) }?;
-    let mut exclusive = match paths {
-        Paths::Exclusive => Some(endpoints(&channel)?),
-        Paths::Shared => None,
-    };
-    let mut timed = Duration::ZERO;
-    // One clock reading before and one after the loop when nothing idles: a reading
-    // per round would add to what is measured.
-    let mut start = Instant::now();
-    for _ in 0..rounds {
-        if !idle.is_zero() {
-            timed += start.elapsed();
-            let until = Instant::now() + idle;
-            while Instant::now() < until {
-                stream.is_busy()?;
-                std::thread::sleep(Duration::from_micros(100).min(idle));
-            }
-            start = Instant::now();
-        }
-        let wait = HostWait::on(&stream).timeout(PATIENCE);
-        match exclusive.as_mut() {
-            Some((outbox, inbox)) => {
-                outbox.release(1);
-                inbox.acquire(wait)?;
-            }
-            None => {
-                channel.release(1);
-                channel.acquire(wait)?;
-            }
-        }
-    }
-    timed += start.elapsed();
-    drop(exclusive);
-    stream.synchronize()?;
-    if runtime.download(&failures)? != [0] {
-        return Err(DemoError::Wrong("the ping-pong kernel timed out"));
-    }
-    Ok(timed / rounds.max(1))
 }
 
 /// The host's exclusive endpoints of a fresh channel: (to the GPU, from the GPU).
@@ -347,48 +423,19 @@ impl WakeUp {
 /// The host's wake-up penalty: the round trip (timed on the GPU) when the host has been
 /// waiting `waited` before the GPU releases, beside the plain round trip.
 pub fn host_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
+    let mut trips = RoundTrips::new(runtime)?;
     Ok(WakeUp {
-        plain: host_wake_round_trips(runtime, Duration::ZERO, reps)?,
-        after_wait: host_wake_round_trips(runtime, waited, reps)?,
+        plain: trips.host_wake(Duration::ZERO, reps)?,
+        after_wait: trips.host_wake(waited, reps)?,
     })
-}
-
-/// Mean round trip, timed on the GPU, when the GPU releases after `wait` of the host
-/// waiting.
-fn host_wake_round_trips(
-    runtime: &Runtime,
-    wait: Duration,
-    reps: u32,
-) -> Result<Duration, DemoError> {
-    let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
-    let elapsed = runtime.zeros::<u64>(reps as usize)?;
-    let stream = runtime.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .u64(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
-        .u32(reps)
-        .pointer(runtime.address(&elapsed));
-    // SAFETY: `bus_host_wake`'s parameters; all outlive the synchronize below.
-    unsafe { launch(runtime, &stream, "bus_host_wake", 1, params) }?;
-    let (mut outbox, mut inbox) = endpoints(&channel)?;
-    for _ in 0..reps {
-        inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
-        outbox.release(1);
-    }
-    stream.synchronize()?;
-    let elapsed = runtime.download(&elapsed)?;
-    if elapsed.contains(&u64::MAX) {
-        return Err(DemoError::Wrong("the GPU timed out waiting for the host"));
-    }
-    let mean = elapsed.iter().sum::<u64>() / u64::from(reps.max(1));
-    Ok(Duration::from_nanos(mean))
 }
 
 /// The GPU's wake-up penalty: the round trip (timed on the host) when the GPU has been
 /// waiting `waited` for the host's release, beside the plain round trip.
 pub fn device_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
+    let mut trips = RoundTrips::new(runtime)?;
     Ok(WakeUp {
-        plain: ping_pong(runtime, reps, Paths::Exclusive, Duration::ZERO)?,
-        after_wait: ping_pong(runtime, reps, Paths::Exclusive, waited)?,
+        plain: trips.ping_pong(reps, Paths::Exclusive, Duration::ZERO)?,
+        after_wait: trips.ping_pong(reps, Paths::Exclusive, waited)?,
     })
 }

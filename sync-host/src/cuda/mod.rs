@@ -5,6 +5,7 @@
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 
 pub mod bus_demo;
+mod core_pin;
 mod error;
 mod grid;
 mod host_wait;
@@ -21,6 +22,7 @@ use cudarc::driver::{
     LaunchArgs, LaunchConfig, ValidAsZeroBits,
 };
 
+pub use core_pin::CorePin;
 /// Kernel arguments are pushed with `args.arg(&value)` (cudarc's trait).
 pub use cudarc::driver::{LaunchArgs as KernelArgs, PushKernelArg};
 pub use error::CudaError;
