@@ -147,6 +147,8 @@ impl<'a> HostWait<'a> {
 impl BusWait for HostWait<'_> {
     type Error = HostWaitError;
 
+    // Inlined, so that the first polls call `ready` directly (see `FIRST_POLLS`).
+    #[inline]
     fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), HostWaitError> {
         // A hand-off usually lands within the first microseconds: poll before anything
         // else, with no clock reading (which can cost more than a poll in a VM).
@@ -156,6 +158,15 @@ impl BusWait for HostWait<'_> {
             }
             std::hint::spin_loop();
         }
+        self.wait_longer(ready)
+    }
+}
+
+impl HostWait<'_> {
+    /// The wait after the first polls: clock, stream queries, limits, backoff.
+    #[cold]
+    #[inline(never)]
+    fn wait_longer(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), HostWaitError> {
         let start = Instant::now();
         let deadline = self.limit.map(|limit| match limit {
             Limit::After(timeout) => start + timeout,
