@@ -10,14 +10,14 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::hang_guard;
-use scoped_sync::cuda::bus_demo;
+use scoped_sync::cuda::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use scoped_sync::cuda::{
     CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError,
     Runtime, Stream,
 };
 use scoped_sync::{
-    BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost, HandoffChannel,
-    HandoffSemaphore, HostToGpu, StopSource, SEMAPHORE_MAX,
+    Barrier, BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost,
+    HandoffChannel, HandoffSemaphore, HostToGpu, Latch, StopSource, SEMAPHORE_MAX,
 };
 
 /// Every host wait of these tests gives up after this (a failure, not a hang).
@@ -241,60 +241,104 @@ fn host_waits_end_when_the_kernel_finishes_without_releasing_or_on_timeout_or_st
     );
 }
 
-#[test]
-fn bus_latch_opens_after_host_and_gpu_count_downs() {
-    let Some(gpu) = runtime() else { return };
-    let (grid, block, host_threads) = (4_u32, 64_u32, 3_u64);
-    let latch = gpu
-        .place_mapped(BusLatch::new(u64::from(grid * block) + host_threads))
-        .unwrap();
+/// Launches `kernel` (`bus_latch_count_down` or its managed twin) on the latch at
+/// `latch`, whose expected count is `grid * block + host_threads`, beside
+/// `host_threads` host threads that count down and wait with `arrive_and_wait`.
+fn latch_opens_after_host_and_gpu_count_downs(
+    gpu: &Runtime,
+    latch: u64,
+    kernel: &str,
+    (grid, block, host_threads): (u32, u32, u32),
+    arrive_and_wait: impl Fn(HostWait<'_>) -> Result<(), HostWaitError> + Sync,
+) {
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
     let params = KernelParams::default()
-        .pointer(latch.device_address())
+        .pointer(latch)
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_latch_count_down", grid, block, params);
+    launch(gpu, &stream, kernel, grid, block, params);
     std::thread::scope(|s| {
         for _ in 0..host_threads {
-            s.spawn(|| latch.arrive_and_wait(1, wait(&stream)).unwrap());
+            s.spawn(|| arrive_and_wait(wait(&stream)).unwrap());
         }
     });
     stream.synchronize().unwrap();
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
+}
+
+#[test]
+fn bus_latch_opens_after_host_and_gpu_count_downs() {
+    let Some(gpu) = runtime() else { return };
+    let shape = (4_u32, 64_u32, 3_u32);
+    let latch = gpu
+        .place_mapped(BusLatch::new(u64::from(shape.0 * shape.1 + shape.2)))
+        .unwrap();
+    latch_opens_after_host_and_gpu_count_downs(
+        &gpu,
+        latch.device_address(),
+        "bus_latch_count_down",
+        shape,
+        |wait| latch.arrive_and_wait(1, wait),
+    );
     assert_eq!(latch.counted(), latch.expected());
 }
 
 #[test]
-fn bus_barrier_shows_each_side_the_others_writes_every_phase() {
+fn managed_latch_opens_after_host_and_gpu_count_downs() {
     let Some(gpu) = runtime() else { return };
-    let (blocks, host_threads, phases) = (4_u32, 2_u64, 200_u32);
-    let barrier = gpu
-        .place_mapped(BusBarrier::new(host_threads, u64::from(blocks)))
+    if !gpu.concurrent_managed_access().unwrap() {
+        eprintln!("skipped: no concurrentManagedAccess");
+        return;
+    }
+    let shape = (2_u32, 32_u32, 3_u32);
+    let latch = gpu
+        .place_managed(Latch::new(shape.0 * shape.1 + shape.2))
         .unwrap();
+    latch_opens_after_host_and_gpu_count_downs(
+        &gpu,
+        latch.device_address(),
+        "bus_managed_latch_count_down",
+        shape,
+        |wait| latch.arrive_and_wait(1, wait),
+    );
+    assert!(latch.try_wait());
+}
+
+/// Launches `kernel` (`bus_barrier_phases` or its managed twin) on the barrier at
+/// `barrier`, which expects `blocks + host_threads` participants per phase, beside
+/// `host_threads` host threads that arrive and wait with `arrive_and_wait`; checks that
+/// each side sees the other's writes after every phase.
+fn barrier_shows_each_side_the_others_writes(
+    gpu: &Runtime,
+    barrier: u64,
+    kernel: &str,
+    (blocks, host_threads, phases): (u32, u32, u32),
+    arrive_and_wait: impl Fn(HostWait<'_>) -> Result<(), HostWaitError> + Sync,
+) {
     let gpu_data = gpu.mapped((blocks * phases) as usize).unwrap();
     let host_data = gpu.mapped(phases as usize).unwrap();
     let copied = gpu.zeros::<u32>((blocks * phases) as usize).unwrap();
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
     let params = KernelParams::default()
-        .pointer(barrier.device_address())
+        .pointer(barrier)
         .u32(phases)
         .pointer(gpu_data.device_address())
         .pointer(host_data.device_address())
         .pointer(gpu.address(&copied))
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_barrier_phases", blocks, 32, params);
+    launch(gpu, &stream, kernel, blocks, 32, params);
     let late = AtomicUsize::new(0);
     std::thread::scope(|s| {
         for thread in 0..host_threads {
-            let (barrier, gpu_data, host_data, late, stream) =
-                (&barrier, &gpu_data, &host_data, &late, &stream);
+            let (gpu_data, host_data, late, stream) = (&gpu_data, &host_data, &late, &stream);
+            let arrive_and_wait = &arrive_and_wait;
             s.spawn(move || {
                 for phase in 0..phases {
                     if thread == 0 {
                         host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
                     }
-                    barrier.arrive_and_wait(wait(stream)).unwrap();
+                    arrive_and_wait(wait(stream)).unwrap();
                     for block in 0..blocks {
                         if gpu_data.read((block * phases + phase) as usize) != phase + 1 {
                             late.fetch_add(1, Ordering::Relaxed);
@@ -319,6 +363,42 @@ fn bus_barrier_shows_each_side_the_others_writes_every_phase() {
             "a host write was not visible"
         );
     }
+}
+
+#[test]
+fn bus_barrier_shows_each_side_the_others_writes_every_phase() {
+    let Some(gpu) = runtime() else { return };
+    let shape = (4_u32, 2_u32, 200_u32);
+    let barrier = gpu
+        .place_mapped(BusBarrier::new(u64::from(shape.1), u64::from(shape.0)))
+        .unwrap();
+    barrier_shows_each_side_the_others_writes(
+        &gpu,
+        barrier.device_address(),
+        "bus_barrier_phases",
+        shape,
+        |wait| barrier.arrive_and_wait(wait),
+    );
+}
+
+#[test]
+fn managed_barrier_shows_each_side_the_others_writes_every_phase() {
+    let Some(gpu) = runtime() else { return };
+    if !gpu.concurrent_managed_access().unwrap() {
+        eprintln!("skipped: no concurrentManagedAccess");
+        return;
+    }
+    // Fewer phases: every access of a managed word from the other side migrates its
+    // page.
+    let shape = (4_u32, 2_u32, 50_u32);
+    let barrier = gpu.place_managed(Barrier::new(shape.0 + shape.1)).unwrap();
+    barrier_shows_each_side_the_others_writes(
+        &gpu,
+        barrier.device_address(),
+        "bus_managed_barrier_phases",
+        shape,
+        |wait| barrier.arrive_and_wait(wait),
+    );
 }
 
 #[test]
@@ -374,6 +454,34 @@ fn persistent_worker_serves_items_until_stopped() {
         for window in [1, 16] {
             let run = bus_demo::persistent_worker(&gpu, 5_000, window, 128).unwrap();
             assert_eq!((run.items, run.window), (5_000, window));
+        }
+    });
+}
+
+#[test]
+fn the_reports_host_gpu_measurements_run_and_check_their_results() {
+    let Some(gpu) = runtime() else { return };
+    // Each measurement checks what the kernel and the host saw and fails otherwise;
+    // the guard turns a lost hand-off into a failure instead of a hang.
+    hang_guard("host-GPU measurements", 120, || {
+        let mut trips = RoundTrips::new(&gpu).unwrap();
+        for _ in 0..2 {
+            assert!(trips.raw_spin(200).unwrap() > Duration::ZERO);
+            assert!(trips.handoff(200, Paths::Exclusive).unwrap() > Duration::ZERO);
+            assert!(trips.handoff(50, Paths::Shared).unwrap() > Duration::ZERO);
+        }
+        assert!(bus_demo::barrier_phase(&gpu, 100, PhaseBarrier::Bus).unwrap() > Duration::ZERO);
+        if gpu.concurrent_managed_access().unwrap() {
+            let phase = bus_demo::barrier_phase(&gpu, 5, PhaseBarrier::Managed).unwrap();
+            assert!(phase > Duration::ZERO);
+        }
+        let waited = Duration::from_millis(1);
+        for wake_up in [
+            bus_demo::host_wake_up(&gpu, waited, 3).unwrap(),
+            bus_demo::device_wake_up(&gpu, waited, 3).unwrap(),
+        ] {
+            assert!(wake_up.plain > Duration::ZERO);
+            assert!(wake_up.after_wait_worst >= wake_up.after_wait);
         }
     });
 }

@@ -7,9 +7,9 @@ use core::time::Duration;
 
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{
-    block_size, global_thread_index, sync_block, thread_in_block, BusBarrier, BusLatch,
+    block_size, global_thread_index, sync_block, thread_in_block, Barrier, BusBarrier, BusLatch,
     BusStopSource, CountingSemaphore, DeviceWait, GlobalTime, Gpu, GpuToHost, HandoffChannel,
-    HandoffSemaphore, HostToGpu, System,
+    HandoffSemaphore, HostToGpu, Latch, System,
 };
 use sync_shared::{Backend, Device, Ordering};
 
@@ -242,12 +242,51 @@ pub unsafe extern "gpu-kernel" fn bus_latch_count_down(latch: *const BusLatch, f
     }
 }
 
+/// As [`bus_latch_count_down`], with the ordinary `System`-scope latch (placed in
+/// managed memory: read-modify-writes from both sides).
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn bus_managed_latch_count_down(
+    latch: *const Latch<System>,
+    failures: *mut u32,
+) {
+    // SAFETY: a placed latch.
+    let latch = unsafe { &*latch };
+    latch.count_down(1);
+    if !latch.try_wait_for(PATIENCE) {
+        count(failures);
+    }
+}
+
+/// A barrier that a block's thread 0 takes part in for [`barrier_phases`].
+trait PhaseBarrier {
+    /// Arrives and waits for the phase; `false` if the wait gave up.
+    fn arrive_and_wait_patiently(&self) -> bool;
+}
+
+impl PhaseBarrier for BusBarrier {
+    fn arrive_and_wait_patiently(&self) -> bool {
+        self.arrive_and_wait(DeviceWait::new().timeout(PATIENCE))
+            .is_ok()
+    }
+}
+
+impl PhaseBarrier for Barrier<System> {
+    fn arrive_and_wait_patiently(&self) -> bool {
+        let token = self.arrive(1);
+        self.try_wait_for(&token, PATIENCE)
+    }
+}
+
 /// Thread 0 of each block is a participant of `barrier` for `phases` phases: before
 /// arriving at phase `p` it writes `gpu_data[block * phases + p]`; after the phase it
 /// copies the host's `host_data[p]` to `copied[block * phases + p]`.
-#[no_mangle]
-pub unsafe extern "gpu-kernel" fn bus_barrier_phases(
-    barrier: *const BusBarrier,
+///
+/// # Safety
+///
+/// `gpu_data` and `host_data` are mapped arrays of `blocks * phases` and `phases`
+/// words, `copied` a device array like `gpu_data`, `failures` a device word.
+unsafe fn barrier_phases(
+    barrier: &impl PhaseBarrier,
     phases: u32,
     gpu_data: *mut u32,
     host_data: *const u32,
@@ -257,18 +296,12 @@ pub unsafe extern "gpu-kernel" fn bus_barrier_phases(
     if thread_in_block() != 0 {
         return;
     }
-    // SAFETY: a placed barrier, mapped arrays of `blocks * phases` and `phases` words,
-    // and a device array like `gpu_data`.
-    let barrier = unsafe { &*barrier };
     let block = global_thread_index() / block_size();
     for phase in 0..phases {
         let slot = (block * phases + phase) as usize;
         // SAFETY: this block's own slot.
         unsafe { System::store_u32(gpu_data.add(slot), phase + 1, Ordering::Relaxed) };
-        if barrier
-            .arrive_and_wait(DeviceWait::new().timeout(PATIENCE))
-            .is_err()
-        {
+        if !barrier.arrive_and_wait_patiently() {
             count(failures);
             return;
         }
@@ -278,6 +311,35 @@ pub unsafe extern "gpu-kernel" fn bus_barrier_phases(
             copied.add(slot).write_volatile(value);
         }
     }
+}
+
+/// [`barrier_phases`] on a [`BusBarrier`].
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn bus_barrier_phases(
+    barrier: *const BusBarrier,
+    phases: u32,
+    gpu_data: *mut u32,
+    host_data: *const u32,
+    copied: *mut u32,
+    failures: *mut u32,
+) {
+    // SAFETY: a placed barrier; the arrays as `barrier_phases` needs them.
+    unsafe { barrier_phases(&*barrier, phases, gpu_data, host_data, copied, failures) }
+}
+
+/// [`barrier_phases`] on the ordinary `System`-scope barrier (placed in managed
+/// memory).
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn bus_managed_barrier_phases(
+    barrier: *const Barrier<System>,
+    phases: u32,
+    gpu_data: *mut u32,
+    host_data: *const u32,
+    copied: *mut u32,
+    failures: *mut u32,
+) {
+    // SAFETY: as in `bus_barrier_phases`.
+    unsafe { barrier_phases(&*barrier, phases, gpu_data, host_data, copied, failures) }
 }
 
 /// Waits until stop is requested on `stop` (by the host), then records it in `seen`.

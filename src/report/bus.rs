@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use scoped_sync::cuda::bus_demo::{self, DemoError, Paths, RoundTrips, WakeUp};
+use scoped_sync::cuda::bus_demo::{self, DemoError, Paths, PhaseBarrier, RoundTrips, WakeUp};
 use scoped_sync::cuda::{CorePin, Runtime};
 
 use super::measure::Plan;
@@ -16,7 +16,7 @@ use super::sample::{Row, Sample};
 
 /// Progress steps [`measure`] takes.
 pub fn steps() -> usize {
-    7
+    8
 }
 
 /// How long the waits of the wake-up rows are (the figure).
@@ -83,6 +83,26 @@ pub fn measure(
         Err(DemoError::Placement(refused)) => eprintln!("scoped-sync: {refused}"),
         Err(other) => return Err(other),
     }
+    progress.step("cuda host+gpu barrier phases");
+    let bus = bus_demo::barrier_phase(runtime, rounds / 10, PhaseBarrier::Bus)?;
+    let managed =
+        match bus_demo::barrier_phase(runtime, (rounds / 400).max(10), PhaseBarrier::Managed) {
+            Ok(managed) => Some(sample(
+                "peer:Barrier<System> in managed memory",
+                "phase",
+                1,
+                managed,
+            )),
+            Err(DemoError::Placement(refused)) => {
+                eprintln!("scoped-sync: {refused}");
+                None
+            }
+            Err(other) => return Err(other),
+        };
+    rows.push(Row {
+        ours: sample("bus_barrier", "phase, 1 host + 1 GPU thread", 1, bus),
+        peer: managed,
+    });
     progress.step("cuda persistent worker");
     let threads = 128;
     for window in [1, 16] {
@@ -112,19 +132,22 @@ pub fn measure(
     Ok(rows)
 }
 
-/// A wake-up row: the round trip after the long wait, beside the plain round trip (the
-/// difference is the penalty).
+/// A wake-up row: the median round trip after the long wait (the worst in the op's
+/// text), beside the plain median round trip (the difference is the penalty).
 fn wake_up_row(primitive: &str, wake_up: WakeUp) -> Row {
     Row {
         ours: sample(
             primitive,
-            "round trip after waiting 5 ms",
+            &format!(
+                "round trip after waiting 5 ms (median; worst {:.1} µs)",
+                wake_up.after_wait_worst.as_secs_f64() * 1e6
+            ),
             1,
             wake_up.after_wait,
         ),
         peer: Some(sample(
             "peer:plain round trip",
-            "round trip",
+            "round trip (median)",
             1,
             wake_up.plain,
         )),

@@ -11,6 +11,8 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use cudarc::driver::sys;
+
 use super::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Runtime, Stream};
 use crate::{BusStopSource, CountingSemaphore, HandoffChannel};
 
@@ -134,7 +136,52 @@ impl<'r> RoundTrips<'r> {
     /// Average round trip GPU release → host acquire → host release → GPU acquire
     /// through a fresh [`HandoffChannel`] on the line.
     pub fn handoff(&mut self, rounds: u32, paths: Paths) -> Result<Duration, DemoError> {
-        self.ping_pong(rounds, paths, Duration::ZERO)
+        // One clock reading before and one after the loop: a reading per round would
+        // add to what is measured.
+        let took = self.ping_pong(rounds, paths, |channel, stream| {
+            let start = Instant::now();
+            match paths {
+                Paths::Exclusive => {
+                    let (mut outbox, mut inbox) = endpoints(channel)?;
+                    for _ in 0..rounds {
+                        let wait = HostWait::on(stream).timeout(PATIENCE);
+                        outbox.release(1);
+                        inbox.acquire(wait)?;
+                    }
+                }
+                Paths::Shared => {
+                    for _ in 0..rounds {
+                        let wait = HostWait::on(stream).timeout(PATIENCE);
+                        channel.release(1);
+                        channel.acquire(wait)?;
+                    }
+                }
+            }
+            Ok(start.elapsed())
+        })?;
+        Ok(took / rounds.max(1))
+    }
+
+    /// `rounds` round trips through the exclusive endpoints, each timed alone, the host
+    /// idling `idle` (untimed, its stream queried) before each release.
+    fn each_round(&mut self, rounds: u32, idle: Duration) -> Result<Vec<Duration>, DemoError> {
+        self.ping_pong(rounds, Paths::Exclusive, |channel, stream| {
+            let (mut outbox, mut inbox) = endpoints(channel)?;
+            let mut took = Vec::with_capacity(rounds as usize);
+            for _ in 0..rounds {
+                let until = Instant::now() + idle;
+                while Instant::now() < until {
+                    stream.is_busy()?;
+                    std::thread::sleep(Duration::from_micros(100).min(idle));
+                }
+                let wait = HostWait::on(stream).timeout(PATIENCE);
+                let start = Instant::now();
+                outbox.release(1);
+                inbox.acquire(wait)?;
+                took.push(start.elapsed());
+            }
+            Ok(took)
+        })
     }
 
     /// A fresh channel on the line. `&mut self`: no kernel or borrow of an earlier
@@ -156,14 +203,14 @@ impl<'r> RoundTrips<'r> {
         }
     }
 
-    /// The round trips of [`handoff`](Self::handoff), the host idling `idle` (untimed,
-    /// its stream queried) before each release; the mean of the timed part.
-    fn ping_pong(
+    /// Launches the ping-pong kernel of `paths` for `rounds` round trips on a fresh
+    /// channel, runs the host's side `host(channel, stream)`, and checks the kernel.
+    fn ping_pong<R>(
         &mut self,
         rounds: u32,
         paths: Paths,
-        idle: Duration,
-    ) -> Result<Duration, DemoError> {
+        host: impl FnOnce(&HandoffChannel, &Stream) -> Result<R, DemoError>,
+    ) -> Result<R, DemoError> {
         let (runtime, device_address) = (self.runtime, self.line.device_address());
         let channel = self.fresh_channel();
         let failures = runtime.zeros::<u32>(1)?;
@@ -178,48 +225,18 @@ impl<'r> RoundTrips<'r> {
             .pointer(runtime.address(&failures));
         // SAFETY: `(channel*, u32, u32*)`; all outlive the synchronize below.
         unsafe { launch(runtime, &stream, kernel, 1, params) }?;
-        let mut exclusive = match paths {
-            Paths::Exclusive => Some(endpoints(channel)?),
-            Paths::Shared => None,
-        };
-        let mut timed = Duration::ZERO;
-        // One clock reading before and one after the loop when nothing idles: a reading
-        // per round would add to what is measured.
-        let mut start = Instant::now();
-        for _ in 0..rounds {
-            if !idle.is_zero() {
-                timed += start.elapsed();
-                let until = Instant::now() + idle;
-                while Instant::now() < until {
-                    stream.is_busy()?;
-                    std::thread::sleep(Duration::from_micros(100).min(idle));
-                }
-                start = Instant::now();
-            }
-            let wait = HostWait::on(&stream).timeout(PATIENCE);
-            match exclusive.as_mut() {
-                Some((outbox, inbox)) => {
-                    outbox.release(1);
-                    inbox.acquire(wait)?;
-                }
-                None => {
-                    channel.release(1);
-                    channel.acquire(wait)?;
-                }
-            }
-        }
-        timed += start.elapsed();
-        drop(exclusive);
+        let outcome = host(channel, &stream);
         stream.synchronize()?;
+        let result = outcome?;
         if runtime.download(&failures)? != [0] {
             return Err(DemoError::Wrong("the ping-pong kernel timed out"));
         }
-        Ok(timed / rounds.max(1))
+        Ok(result)
     }
 
-    /// Mean round trip, timed on the GPU, when the GPU releases after `wait` of the
+    /// Each round trip, timed on the GPU, when the GPU releases after `wait` of the
     /// host waiting.
-    fn host_wake(&mut self, wait: Duration, reps: u32) -> Result<Duration, DemoError> {
+    fn host_wake(&mut self, wait: Duration, reps: u32) -> Result<Vec<Duration>, DemoError> {
         let (runtime, device_address) = (self.runtime, self.line.device_address());
         let channel = self.fresh_channel();
         let elapsed = runtime.zeros::<u64>(reps as usize)?;
@@ -242,8 +259,7 @@ impl<'r> RoundTrips<'r> {
         if elapsed.contains(&u64::MAX) {
             return Err(DemoError::Wrong("the GPU timed out waiting for the host"));
         }
-        let mean = elapsed.iter().sum::<u64>() / u64::from(reps.max(1));
-        Ok(Duration::from_nanos(mean))
+        Ok(elapsed.into_iter().map(Duration::from_nanos).collect())
     }
 }
 
@@ -276,7 +292,6 @@ fn endpoints(
 /// Average round trip through two ordinary `System`-scope [`CountingSemaphore`]s in
 /// managed memory (read-modify-writes from both sides; the pages migrate).
 pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
-    use sync_shared::bus::BusWait;
     let to_gpu = runtime.place_managed(CountingSemaphore::<{ crate::SEMAPHORE_MAX }>::new(0))?;
     let to_host = runtime.place_managed(CountingSemaphore::<{ crate::SEMAPHORE_MAX }>::new(0))?;
     let failures = runtime.zeros::<u32>(1)?;
@@ -291,9 +306,7 @@ pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, De
     let start = Instant::now();
     for _ in 0..rounds {
         to_gpu.release(1);
-        HostWait::on(&stream)
-            .timeout(PATIENCE)
-            .wait_until(&mut || to_host.try_acquire())?;
+        to_host.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
     }
     let took = start.elapsed();
     stream.synchronize()?;
@@ -301,6 +314,88 @@ pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, De
         return Err(DemoError::Wrong("the managed ping-pong kernel timed out"));
     }
     Ok(took / rounds)
+}
+
+/// Which barrier the phases of [`barrier_phase`] go through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PhaseBarrier {
+    /// A [`BusBarrier`] in mapped memory.
+    ///
+    /// [`BusBarrier`]: crate::BusBarrier
+    Bus,
+    /// The ordinary `System`-scope [`Barrier`] in managed memory (read-modify-writes
+    /// from both sides).
+    ///
+    /// [`Barrier`]: crate::Barrier
+    Managed,
+}
+
+/// Mean time of a barrier phase whose participants are one host thread and one GPU
+/// thread (each writes a word before arriving that the other reads after the phase).
+pub fn barrier_phase(
+    runtime: &Runtime,
+    phases: u32,
+    barrier: PhaseBarrier,
+) -> Result<Duration, DemoError> {
+    match barrier {
+        PhaseBarrier::Bus => {
+            let barrier = runtime.place_mapped(crate::BusBarrier::new(1, 1))?;
+            timed_phases(
+                runtime,
+                (barrier.device_address(), "bus_barrier_phases"),
+                phases,
+                |wait| barrier.arrive_and_wait(wait),
+            )
+        }
+        PhaseBarrier::Managed => {
+            let barrier = runtime.place_managed(crate::Barrier::new(2))?;
+            timed_phases(
+                runtime,
+                (barrier.device_address(), "bus_managed_barrier_phases"),
+                phases,
+                |wait| barrier.arrive_and_wait(wait),
+            )
+        }
+    }
+}
+
+/// Runs `phases` phases of a barrier-phase kernel (`bus_barrier_phases` or its managed
+/// twin) on the barrier at `address` with one block, the host arriving with
+/// `arrive_and_wait`; checks what each side saw; the mean phase.
+fn timed_phases(
+    runtime: &Runtime,
+    (address, kernel): (sys::CUdeviceptr, &str),
+    phases: u32,
+    arrive_and_wait: impl Fn(HostWait<'_>) -> Result<(), HostWaitError>,
+) -> Result<Duration, DemoError> {
+    let gpu_data = runtime.mapped(phases as usize)?;
+    let host_data = runtime.mapped(phases as usize)?;
+    let copied = runtime.zeros::<u32>(phases as usize)?;
+    let failures = runtime.zeros::<u32>(1)?;
+    let stream = runtime.new_stream()?;
+    let params = KernelParams::default()
+        .pointer(address)
+        .u32(phases)
+        .pointer(gpu_data.device_address())
+        .pointer(host_data.device_address())
+        .pointer(runtime.address(&copied))
+        .pointer(runtime.address(&failures));
+    // SAFETY: the barrier-phase kernels' parameters; all outlive the synchronize below.
+    unsafe { launch(runtime, &stream, kernel, 1, params) }?;
+    let mut late = false;
+    let start = Instant::now();
+    for phase in 0..phases {
+        host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
+        arrive_and_wait(HostWait::on(&stream).timeout(PATIENCE))?;
+        late |= gpu_data.read(phase as usize) != phase + 1;
+    }
+    let took = start.elapsed();
+    stream.synchronize()?;
+    let copied = runtime.download(&copied)?;
+    if late || runtime.download(&failures)? != [0] || !copied.iter().copied().eq(1..=phases) {
+        return Err(DemoError::Wrong("a barrier phase did not order the writes"));
+    }
+    Ok(took / phases.max(1))
 }
 
 /// Average time of launching an empty kernel and synchronizing its stream.
@@ -403,39 +498,52 @@ pub fn persistent_worker(
     })
 }
 
-/// A wake-up measurement: the mean round trip when the waiting side had been waiting
-/// only for the round trip itself, and when it had been waiting longer.
+/// A wake-up measurement: round trips when the waiting side had been waiting only for
+/// the round trip itself, and when it had been waiting longer. Medians, because a
+/// single descheduling of the host thread (hundreds of microseconds in a virtual
+/// machine) would dominate a mean of a few repetitions; the worst case is kept too.
 #[derive(Clone, Copy, Debug)]
 pub struct WakeUp {
-    /// Mean round trip with no extra wait.
+    /// Median round trip with no extra wait.
     pub plain: Duration,
-    /// Mean round trip after the long wait.
+    /// Median round trip after the long wait.
     pub after_wait: Duration,
+    /// Slowest round trip after the long wait.
+    pub after_wait_worst: Duration,
 }
 
 impl WakeUp {
-    /// The penalty of the long wait in nanoseconds (negative: within noise).
+    fn of(mut plain: Vec<Duration>, mut after_wait: Vec<Duration>) -> Self {
+        plain.sort_unstable();
+        after_wait.sort_unstable();
+        Self {
+            plain: plain.get(plain.len() / 2).copied().unwrap_or_default(),
+            after_wait: after_wait
+                .get(after_wait.len() / 2)
+                .copied()
+                .unwrap_or_default(),
+            after_wait_worst: after_wait.last().copied().unwrap_or_default(),
+        }
+    }
+
+    /// The penalty of the long wait in nanoseconds (median; negative: within noise).
     pub fn penalty_ns(&self) -> f64 {
         (self.after_wait.as_secs_f64() - self.plain.as_secs_f64()) * 1e9
     }
 }
 
 /// The host's wake-up penalty: the round trip (timed on the GPU) when the host has been
-/// waiting `waited` before the GPU releases, beside the plain round trip.
+/// waiting `waited` before the GPU releases, beside the plain round trip; `reps` of each.
 pub fn host_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
     let mut trips = RoundTrips::new(runtime)?;
-    Ok(WakeUp {
-        plain: trips.host_wake(Duration::ZERO, reps)?,
-        after_wait: trips.host_wake(waited, reps)?,
-    })
+    let plain = trips.host_wake(Duration::ZERO, reps)?;
+    Ok(WakeUp::of(plain, trips.host_wake(waited, reps)?))
 }
 
 /// The GPU's wake-up penalty: the round trip (timed on the host) when the GPU has been
-/// waiting `waited` for the host's release, beside the plain round trip.
+/// waiting `waited` for the host's release, beside the plain round trip; `reps` of each.
 pub fn device_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
     let mut trips = RoundTrips::new(runtime)?;
-    Ok(WakeUp {
-        plain: trips.ping_pong(reps, Paths::Exclusive, Duration::ZERO)?,
-        after_wait: trips.ping_pong(reps, Paths::Exclusive, waited)?,
-    })
+    let plain = trips.each_round(reps, Duration::ZERO)?;
+    Ok(WakeUp::of(plain, trips.each_round(reps, waited)?))
 }

@@ -12,6 +12,7 @@ mod host_wait;
 mod launch_ex;
 mod mapped;
 mod placement;
+mod polled;
 pub mod primitive_costs;
 mod timing;
 
@@ -30,6 +31,7 @@ pub use host_wait::{HostWait, HostWaitError, QUERY_PERIOD};
 pub use launch_ex::{KernelParams, LaunchOptions, MemSyncDomain};
 pub use mapped::MappedBuffer;
 pub use placement::{Managed, Mapped, Placed, PlacementError, Shareable};
+pub use polled::Polled;
 
 /// The first GPU, with the embedded kernels loaded.
 pub struct Runtime {

@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 use cudarc::driver::sys;
 use sync_shared::bus::Direction;
 
-use super::{CudaError, Runtime};
+use super::{CudaError, Polled, Runtime};
 
 /// A sync object that may sit in memory both sides reach.
 ///
@@ -27,6 +27,13 @@ pub unsafe trait Shareable: Sync {
     const RMW_FROM_BOTH_SIDES: bool;
     /// The type's name, for errors.
     const NAME: &'static str;
+    /// What the host sees through the owner: the object itself when every host wait
+    /// of it takes a [`HostWait`](super::HostWait) (the bus objects), [`Polled`]
+    /// otherwise (the ordinary algorithms, whose own waits would park the thread where
+    /// a kernel cannot wake it).
+    type HostView: ?Sized;
+    /// The host's view of the object.
+    fn host_view(&self) -> &Self::HostView;
 }
 
 // SAFETY: bus objects: bus words are loaded and stored only, side words are touched by
@@ -34,42 +41,74 @@ pub unsafe trait Shareable: Sync {
 unsafe impl<D: Direction> Shareable for crate::HandoffSemaphore<D> {
     const RMW_FROM_BOTH_SIDES: bool = false;
     const NAME: &'static str = "HandoffSemaphore";
+    type HostView = Self;
+    fn host_view(&self) -> &Self {
+        self
+    }
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::HandoffChannel {
     const RMW_FROM_BOTH_SIDES: bool = false;
     const NAME: &'static str = "HandoffChannel";
+    type HostView = Self;
+    fn host_view(&self) -> &Self {
+        self
+    }
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::BusLatch {
     const RMW_FROM_BOTH_SIDES: bool = false;
     const NAME: &'static str = "BusLatch";
+    type HostView = Self;
+    fn host_view(&self) -> &Self {
+        self
+    }
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::BusBarrier {
     const RMW_FROM_BOTH_SIDES: bool = false;
     const NAME: &'static str = "BusBarrier";
+    type HostView = Self;
+    fn host_view(&self) -> &Self {
+        self
+    }
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::BusStopSource {
     const RMW_FROM_BOTH_SIDES: bool = false;
     const NAME: &'static str = "BusStopSource";
+    type HostView = Self;
+    fn host_view(&self) -> &Self {
+        self
+    }
 }
 // SAFETY: the ordinary algorithms: 32-bit atomic words (layouts asserted), updated by
 // read-modify-writes from whichever side uses them.
 unsafe impl Shareable for crate::Barrier {
     const RMW_FROM_BOTH_SIDES: bool = true;
     const NAME: &'static str = "Barrier<System>";
+    type HostView = Polled<Self>;
+    fn host_view(&self) -> &Polled<Self> {
+        Polled::from_ref(self)
+    }
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::Latch {
     const RMW_FROM_BOTH_SIDES: bool = true;
     const NAME: &'static str = "Latch<System>";
+    type HostView = Polled<Self>;
+    fn host_view(&self) -> &Polled<Self> {
+        Polled::from_ref(self)
+    }
 }
 // SAFETY: as above.
 unsafe impl<const MAX: u32> Shareable for crate::CountingSemaphore<MAX> {
     const RMW_FROM_BOTH_SIDES: bool = true;
     const NAME: &'static str = "CountingSemaphore<System>";
+    type HostView = Polled<Self>;
+    fn host_view(&self) -> &Polled<Self> {
+        Polled::from_ref(self)
+    }
 }
 
 /// Why an object could not be placed.
@@ -135,9 +174,11 @@ enum Memory {
     Managed,
 }
 
-/// A `T` in memory both the host and kernels reach: dereferences to the host flavour,
-/// and [`device_address`](Self::device_address) is the kernel argument for the device
-/// flavour. Made by [`Runtime::place_mapped`] or [`Runtime::place_managed`].
+/// A `T` in memory both the host and kernels reach: dereferences to the host flavour
+/// (a bus object) or to its [`Polled`] view (an ordinary `Latch`, `Barrier` or
+/// `CountingSemaphore`, whose host waits then take a
+/// [`HostWait`](super::HostWait)), and [`device_address`](Self::device_address) is the
+/// kernel argument for the device flavour. Made by [`Runtime::place_mapped`] or [`Runtime::place_managed`].
 ///
 /// Dropping it waits for the context's work (kernels may still use the object), then
 /// drops and frees the object.
@@ -193,11 +234,17 @@ impl<'r, T: Shareable> Placed<'r, T> {
     }
 }
 
-impl<T: Shareable> Deref for Placed<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
+impl<T: Shareable> Placed<'_, T> {
+    fn object(&self) -> &T {
         // SAFETY: initialized in `place`, alive until drop, only shared references.
         unsafe { self.host.as_ref() }
+    }
+}
+
+impl<T: Shareable> Deref for Placed<'_, T> {
+    type Target = T::HostView;
+    fn deref(&self) -> &T::HostView {
+        self.object().host_view()
     }
 }
 
@@ -222,7 +269,7 @@ impl<T: Shareable + fmt::Debug> fmt::Debug for Placed<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Placed")
             .field("memory", &self.memory)
-            .field("object", &**self)
+            .field("object", self.object())
             .finish()
     }
 }
