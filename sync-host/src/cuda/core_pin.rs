@@ -78,6 +78,7 @@ mod tests {
     use super::CorePin;
 
     #[test]
+    #[cfg_attr(miri, ignore = "sched_getcpu and sched_setaffinity are foreign calls")]
     fn pins_to_one_core_and_restores_the_affinity() {
         let allowed = || {
             // SAFETY: as in `pin_to_current_core`.
