@@ -122,10 +122,20 @@ impl<'r> RoundTrips<'r> {
         // below.
         unsafe { launch(self.runtime, &stream, "bus_raw_pingpong", 1, params) }?;
         let start = Instant::now();
+        let mut polls = 0_u32;
         for round in 0..rounds {
             word.store(2 * round + 1, Ordering::Release);
             while word.load(Ordering::Acquire) != 2 * round + 2 {
                 std::hint::spin_loop();
+                // The anchor's loop has no way out; this one asks about the kernel
+                // every 2^20 polls (milliseconds), which costs the loop one increment.
+                polls = polls.wrapping_add(1);
+                if polls % (1 << 20) == 0
+                    && !stream.is_busy()?
+                    && word.load(Ordering::Acquire) != 2 * round + 2
+                {
+                    return Err(DemoError::Wrong("the raw ping-pong kernel ended early"));
+                }
             }
         }
         let took = start.elapsed();
