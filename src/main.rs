@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use report::cli::{self, Command, Options};
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{bus, domains, gpu, gpu_primitives, host, output};
+use report::{bus, domains, gpu, gpu_primitives, host, litmus, output};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -22,6 +22,7 @@ fn main() -> ExitCode {
             println!("{}", cli::USAGE);
             ExitCode::SUCCESS
         }
+        Ok(Command::Litmus(instances)) => run_litmus(instances),
         Ok(Command::Report(options)) => match run(options) {
             Ok(()) => ExitCode::SUCCESS,
             // A closed pipe (`| head`) is the reader's choice, not a failure.
@@ -34,6 +35,27 @@ fn main() -> ExitCode {
         Err(error) => {
             eprintln!("scoped-sync: {error}\nTry 'scoped-sync --help'.");
             ExitCode::from(USAGE_ERROR)
+        }
+    }
+}
+
+/// `--litmus`: fails if there is no GPU or a forbidden outcome showed.
+fn run_litmus(instances: u64) -> ExitCode {
+    let (gpu_line, runtime) = gpu::open();
+    println!("{gpu_line}");
+    let Some(runtime) = runtime else {
+        eprintln!("scoped-sync: the litmus suite needs a GPU");
+        return ExitCode::FAILURE;
+    };
+    match litmus::run(&runtime, instances, &mut io::stdout().lock()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => {
+            eprintln!("scoped-sync: a forbidden outcome showed (VIOLATED rows)");
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("scoped-sync: {error}");
+            ExitCode::FAILURE
         }
     }
 }

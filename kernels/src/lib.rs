@@ -22,6 +22,7 @@ mod conformance;
 mod costs;
 mod fair_semaphore;
 mod functional;
+mod litmus;
 mod primitive_costs;
 
 /// One kernel per scope × operation × width × ordering.

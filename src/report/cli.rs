@@ -1,4 +1,5 @@
-//! The command line: `[--json] [--quick]`, `--help`, and nothing else.
+//! The command line: `[--json] [--quick] [--gpu-only]`, `--litmus [INSTANCES]`,
+//! `--help`, and nothing else.
 
 use std::fmt;
 
@@ -9,7 +10,12 @@ pub enum Command {
     Help,
     /// Measure and print the report.
     Report(Options),
+    /// Run the GPU litmus suite, at least this many instances per case.
+    Litmus(u64),
 }
+
+/// Instances per litmus case unless the command line says otherwise.
+pub const LITMUS_INSTANCES: u64 = 10_000_000;
 
 /// How to run and print the report.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -35,6 +41,7 @@ impl fmt::Display for UsageError {
 /// The text of `--help`.
 pub const USAGE: &str = "\
 Usage: scoped-sync [--json] [--quick] [--gpu-only]
+       scoped-sync --litmus [INSTANCES]
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
 beside what Rust programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
@@ -46,6 +53,9 @@ Options:
   --quick    a smoke run of about a second: fewer iterations, one repetition
   --gpu-only the GPU sections only (per-scope costs, primitives beside the
              shared/anchors/gpu_baselines.cu shapes, memory-sync domains)
+  --litmus   instead of the report, run the GPU litmus suite (each case at least
+             INSTANCES times, 10000000 unless given) and print, per case, the
+             count of each outcome and whether the PTX memory model allows it
   -h, --help print this help
 
 Compare with libstdc++ on the same machine: scripts/compare-host.sh";
@@ -53,9 +63,11 @@ Compare with libstdc++ on the same machine: scripts/compare-host.sh";
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
     let mut options = Options::default();
-    for arg in args {
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
+            "--litmus" => return litmus(args),
             "--json" => options.json = true,
             "--quick" => options.quick = true,
             "--gpu-only" => options.gpu_only = true,
@@ -70,6 +82,27 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         }
     }
     Ok(Command::Report(options))
+}
+
+/// The rest of a `--litmus` command line: an optional instance count.
+fn litmus(mut rest: impl Iterator<Item = String>) -> Result<Command, UsageError> {
+    let instances = match rest.next() {
+        None => LITMUS_INSTANCES,
+        Some(count) => match count.parse::<u64>() {
+            Ok(count) if count > 0 => count,
+            _ => {
+                return Err(UsageError(format!(
+                    "--litmus takes a positive instance count, not '{count}'"
+                )))
+            }
+        },
+    };
+    match rest.next() {
+        None => Ok(Command::Litmus(instances)),
+        Some(extra) => Err(UsageError(format!(
+            "unexpected argument '{extra}' after --litmus"
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -105,5 +138,17 @@ mod tests {
             }))
         );
         assert!(parse_strs(&["json"]).is_err());
+    }
+
+    #[test]
+    fn litmus_takes_an_optional_positive_count() {
+        assert_eq!(
+            parse_strs(&["--litmus"]),
+            Ok(Command::Litmus(LITMUS_INSTANCES))
+        );
+        assert_eq!(parse_strs(&["--litmus", "5000"]), Ok(Command::Litmus(5000)));
+        assert!(parse_strs(&["--litmus", "0"]).is_err());
+        assert!(parse_strs(&["--litmus", "many"]).is_err());
+        assert!(parse_strs(&["--litmus", "10", "--json"]).is_err());
     }
 }

@@ -15,6 +15,7 @@ pub mod domains;
 pub mod gpu;
 pub mod gpu_primitives;
 pub mod host;
+pub mod litmus;
 pub mod machine;
 pub mod measure;
 pub mod output;

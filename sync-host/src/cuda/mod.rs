@@ -10,6 +10,7 @@ mod error;
 mod grid;
 mod host_wait;
 mod launch_ex;
+pub mod litmus;
 mod mapped;
 mod placement;
 mod polled;
