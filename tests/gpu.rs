@@ -4,7 +4,7 @@
 //! Run them on a GPU host without a Rust toolchain with the bundle:
 //! `bash scripts/gpu-bundle.sh`, then `bash bundle/run.sh` there.
 
-use std::io::Write;
+mod common;
 
 use scoped_sync::cuda::{
     CudaError, KernelParams, LaunchOptions, MemSyncDomain, PushKernelArg, Runtime,
@@ -12,15 +12,7 @@ use scoped_sync::cuda::{
 use scoped_sync::{Barrier, Latch};
 
 fn runtime() -> Option<Runtime> {
-    match Runtime::open() {
-        Ok(runtime) => Some(runtime),
-        Err(CudaError::NoDriver) => {
-            // Straight to stderr: libtest would hide a println! of a passing test.
-            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
-            None
-        }
-        Err(other) => panic!("cannot open the GPU: {other}"),
-    }
+    common::gpu_runtime()
 }
 
 #[test]

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use common::hang_guard;
 use scoped_sync::cuda::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use scoped_sync::cuda::{
-    CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError,
-    Runtime, Stream,
+    HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError, Runtime,
+    Stream,
 };
 use scoped_sync::{
     Barrier, BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost,
@@ -27,14 +27,7 @@ fn runtime() -> Option<Runtime> {
     if launches_block() {
         return None;
     }
-    match Runtime::open() {
-        Ok(runtime) => Some(runtime),
-        Err(CudaError::NoDriver) => {
-            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
-            None
-        }
-        Err(other) => panic!("cannot open the GPU: {other}"),
-    }
+    common::gpu_runtime()
 }
 
 /// Under `CUDA_LAUNCH_BLOCKING=1` a launch returns only when its kernel ends, so a

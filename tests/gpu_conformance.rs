@@ -9,7 +9,7 @@
 //! On a machine without a CUDA driver every test prints "skipped: no CUDA driver" and
 //! passes.
 
-use std::io::Write;
+mod common;
 
 use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, PushKernelArg, Runtime};
 
@@ -38,15 +38,7 @@ const CLUSTER_TEAMS: u32 = 2;
 const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
 
 fn runtime() -> Option<Runtime> {
-    match Runtime::open() {
-        Ok(runtime) => Some(runtime),
-        Err(CudaError::NoDriver) => {
-            // Straight to stderr: libtest would hide a println! of a passing test.
-            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
-            None
-        }
-        Err(other) => panic!("cannot open the GPU: {other}"),
-    }
+    common::gpu_runtime()
 }
 
 /// Who shares one object, and how the kernel is launched.

@@ -3,20 +3,13 @@
 //! can produce. A million instances per case here; `scoped-sync --litmus` runs more and
 //! prints the table. Without a CUDA driver it prints "skipped: no CUDA driver".
 
-use std::io::Write;
+mod common;
 
 use scoped_sync::cuda::litmus::{self, CASES};
-use scoped_sync::cuda::{CudaError, Runtime};
+use scoped_sync::cuda::Runtime;
 
 fn runtime() -> Option<Runtime> {
-    match Runtime::open() {
-        Ok(runtime) => Some(runtime),
-        Err(CudaError::NoDriver) => {
-            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
-            None
-        }
-        Err(other) => panic!("cannot open the GPU: {other}"),
-    }
+    common::gpu_runtime()
 }
 
 #[test]

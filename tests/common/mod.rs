@@ -26,6 +26,21 @@ pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
     result
 }
 
+/// The GPU, or `None` after printing "skipped: no CUDA driver" (straight to stderr:
+/// libtest would hide a `println!` of a passing test); any other failure to open it
+/// fails the test.
+pub fn gpu_runtime() -> Option<scoped_sync::cuda::Runtime> {
+    use std::io::Write;
+    match scoped_sync::cuda::Runtime::open() {
+        Ok(runtime) => Some(runtime),
+        Err(scoped_sync::cuda::CudaError::NoDriver) => {
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            None
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+    }
+}
+
 /// Spins (yielding) until `condition` holds.
 pub fn spin_until(mut condition: impl FnMut() -> bool) {
     while !condition() {
