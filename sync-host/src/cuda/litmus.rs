@@ -187,6 +187,13 @@ pub fn run(
 ) -> Result<Outcomes, CudaError> {
     let kernel = runtime.kernel(case.kernel)?;
     let grid = blocks(runtime, &kernel)?;
+    // Fewer blocks than roles would leave roles unplayed and index instances past the
+    // buffers sized below.
+    if grid < case.roles {
+        return Err(CudaError::Measurement(
+            "the litmus harness needs at least as many co-resident blocks as roles",
+        ));
+    }
     let per_round = u64::from(grid * BLOCK / case.roles);
     let instance_slots = per_round as usize;
     let memory = runtime.zeros::<u32>(instance_slots * LOCATIONS * LINE_WORDS)?;
