@@ -2,14 +2,21 @@
 //! managed) memory at the same time. Without a CUDA driver every test prints "skipped:
 //! no CUDA driver" and passes. A kernel that traps poisons its context, so that test
 //! has its own binary (`tests/gpu_fault.rs`).
+//!
+//! A kernel that host threads feed is launched from a helper thread while the test's
+//! thread plays the host's side ([`launch_beside`]), so that the tests also pass where
+//! launches block until their kernel ends (`CUDA_DEVICE_MAX_CONNECTIONS=1
+//! CUDA_LAUNCH_BLOCKING=1`, the bundle's second run). Each test has one kernel running
+//! at a time, so none waits for a kernel queued after it (which one hardware queue
+//! would never start).
 
 mod common;
 
-use std::io::Write;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::hang_guard;
+use scoped_sync::cuda::beside::{launch_beside, Beside};
 use scoped_sync::cuda::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use scoped_sync::cuda::{
     HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError, Runtime,
@@ -24,24 +31,7 @@ use scoped_sync::{
 const PATIENCE: Duration = Duration::from_secs(20);
 
 fn runtime() -> Option<Runtime> {
-    if launches_block() {
-        return None;
-    }
     common::gpu_runtime()
-}
-
-/// Under `CUDA_LAUNCH_BLOCKING=1` a launch returns only when its kernel ends, so a
-/// host thread cannot run beside the kernel it hands work to: these tests say so and
-/// skip (the serialized run checks the other suites' forward progress).
-fn launches_block() -> bool {
-    let blocking = std::env::var("CUDA_LAUNCH_BLOCKING").is_ok_and(|value| value == "1");
-    if blocking {
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped: CUDA_LAUNCH_BLOCKING=1 (the host must run beside the kernel)"
-        );
-    }
-    blocking
 }
 
 /// The payload of unit `seq` (the kernels compute the same).
@@ -49,11 +39,13 @@ fn payload_of(seq: u64) -> u32 {
     (seq as u32).wrapping_mul(0x9E37_79B9) ^ 0x5bd1_e995
 }
 
-fn wait(stream: &Stream) -> HostWait<'_> {
-    HostWait::on(stream).timeout(PATIENCE)
+/// A wait for what the kernel `running` beside the test releases.
+fn wait<'a>(running: &Beside<'a>) -> HostWait<'a> {
+    running.wait().timeout(PATIENCE)
 }
 
-/// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads).
+/// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads), for
+/// a kernel that no host thread feeds.
 fn launch(
     gpu: &Runtime,
     stream: &Stream,
@@ -66,6 +58,35 @@ fn launch(
     // SAFETY: each caller passes the kernel's parameters in order, pointing at objects
     // that outlive the kernel (the caller synchronizes the stream before they drop).
     unsafe { kernel.launch_ex(stream, grid, block, LaunchOptions::default(), params) }.unwrap();
+}
+
+/// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads) from a
+/// helper thread, runs `host` on this thread beside it ([`launch_beside`]; `host` waits
+/// through the [`Beside`] it gets), synchronizes the stream, and returns what `host`
+/// returned.
+///
+/// A failed assertion in `host` is reported once the launch call has returned: where
+/// launches block, when the kernel ends (the kernels these tests feed give up waiting
+/// for the host after 10 s).
+fn beside<R>(
+    gpu: &Runtime,
+    stream: &Stream,
+    (kernel, grid, block): (&str, u32, u32),
+    params: KernelParams,
+    host: impl FnOnce(&Beside<'_>) -> R,
+) -> R {
+    let run = launch_beside(
+        stream,
+        move || {
+            let kernel = gpu.kernel(kernel)?;
+            // SAFETY: as in `launch`.
+            unsafe { kernel.launch_ex(stream, grid, block, LaunchOptions::default(), params) }
+        },
+        host,
+    );
+    stream.synchronize().unwrap();
+    run.launch.unwrap();
+    run.host
 }
 
 #[test]
@@ -81,13 +102,13 @@ fn handoff_channel_ping_pong_hands_every_unit_in_order() {
             .pointer(channel.device_address())
             .u32(rounds)
             .pointer(gpu.address(&failures));
-        launch(&gpu, &stream, kernel, 1, 1, params);
-        for round in 0..u64::from(rounds) {
-            channel.release(1);
-            let unit = channel.acquire(wait(&stream)).unwrap();
-            assert_eq!(unit, first + round, "{kernel}: units come back in order");
-        }
-        stream.synchronize().unwrap();
+        beside(&gpu, &stream, (kernel, 1, 1), params, |running| {
+            for round in 0..u64::from(rounds) {
+                channel.release(1);
+                let unit = channel.acquire(wait(running)).unwrap();
+                assert_eq!(unit, first + round, "{kernel}: units come back in order");
+            }
+        });
     }
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
     assert_eq!(channel.try_acquire(), None, "no unit left over");
@@ -108,24 +129,25 @@ fn a_million_gpu_releases_reach_host_threads_once_each_with_their_payloads() {
         .pointer(results.device_address())
         .pointer(payload.device_address())
         .u32(per_thread);
-    launch(&gpu, &stream, "bus_release_stress", grid, block, params);
     let seen: Vec<AtomicU8> = (0..total).map(|_| AtomicU8::new(0)).collect();
     let taken = AtomicUsize::new(0);
     let bad_payloads = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                while taken.fetch_add(1, Ordering::Relaxed) < total {
-                    let seq = results.acquire(wait(&stream)).unwrap();
-                    if payload.read(seq as usize) != payload_of(seq) {
-                        bad_payloads.fetch_add(1, Ordering::Relaxed);
+    let kernel = ("bus_release_stress", grid, block);
+    beside(&gpu, &stream, kernel, params, |running| {
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    while taken.fetch_add(1, Ordering::Relaxed) < total {
+                        let seq = results.acquire(wait(running)).unwrap();
+                        if payload.read(seq as usize) != payload_of(seq) {
+                            bad_payloads.fetch_add(1, Ordering::Relaxed);
+                        }
+                        seen[seq as usize].fetch_add(1, Ordering::Relaxed);
                     }
-                    seen[seq as usize].fetch_add(1, Ordering::Relaxed);
-                }
-            });
-        }
+                });
+            }
+        });
     });
-    stream.synchronize().unwrap();
     assert_eq!(
         bad_payloads.into_inner(),
         0,
@@ -158,20 +180,21 @@ fn a_million_host_releases_reach_gpu_threads_once_each_with_their_payloads() {
         .pointer(gpu.address(&seen))
         .u32(per_thread)
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_acquire_stress", grid, block, params);
     let host = payload.host_words();
-    std::thread::scope(|s| {
-        for _ in 0..4 {
-            s.spawn(|| {
-                for _ in 0..total / 4 {
-                    work.release_with(1, |seq| {
-                        host[seq as usize].store(payload_of(seq), Ordering::Relaxed)
-                    });
-                }
-            });
-        }
+    let kernel = ("bus_acquire_stress", grid, block);
+    beside(&gpu, &stream, kernel, params, |_| {
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..total / 4 {
+                        work.release_with(1, |seq| {
+                            host[seq as usize].store(payload_of(seq), Ordering::Relaxed)
+                        });
+                    }
+                });
+            }
+        });
     });
-    stream.synchronize().unwrap();
     assert_eq!(
         gpu.download(&failures).unwrap(),
         [0],
@@ -196,37 +219,37 @@ fn host_waits_end_when_the_kernel_finishes_without_releasing_or_on_timeout_or_st
     let params = KernelParams::default()
         .pointer(stop.device_address())
         .pointer(gpu.address(&seen));
-    launch(&gpu, &stream, "bus_stop_wait", 1, 1, params);
-    let timed = results.acquire(HostWait::on(&stream).timeout(Duration::from_millis(50)));
-    assert!(matches!(timed, Err(HostWaitError::TimedOut)), "{timed:?}");
+    beside(&gpu, &stream, ("bus_stop_wait", 1, 1), params, |running| {
+        let timed = results.acquire(running.wait().timeout(Duration::from_millis(50)));
+        assert!(matches!(timed, Err(HostWaitError::TimedOut)), "{timed:?}");
 
-    let host_stop = StopSource::new();
-    let stopped = std::thread::scope(|s| {
-        s.spawn(|| {
-            std::thread::sleep(Duration::from_millis(20));
-            host_stop.request_stop();
+        let host_stop = StopSource::new();
+        let stopped = std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(20));
+                host_stop.request_stop();
+            });
+            results.acquire(wait(running).stop(host_stop.token()))
         });
-        results.acquire(wait(&stream).stop(host_stop.token()))
-    });
-    assert!(
-        matches!(stopped, Err(HostWaitError::Stopped)),
-        "{stopped:?}"
-    );
+        assert!(
+            matches!(stopped, Err(HostWaitError::Stopped)),
+            "{stopped:?}"
+        );
 
-    // Let the kernel end without releasing: the wait must say so, promptly.
-    assert!(stop.request_stop());
-    let start = Instant::now();
-    let finished = results.acquire(wait(&stream));
-    assert!(
-        matches!(finished, Err(HostWaitError::KernelFinished)),
-        "{finished:?}"
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        start.elapsed()
-    );
-    stream.synchronize().unwrap();
+        // Let the kernel end without releasing: the wait must say so, promptly.
+        assert!(stop.request_stop());
+        let start = Instant::now();
+        let finished = results.acquire(wait(running));
+        assert!(
+            matches!(finished, Err(HostWaitError::KernelFinished)),
+            "{finished:?}"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+    });
     assert_eq!(
         gpu.download(&seen).unwrap(),
         [1],
@@ -249,13 +272,13 @@ fn latch_opens_after_host_and_gpu_count_downs(
     let params = KernelParams::default()
         .pointer(latch)
         .pointer(gpu.address(&failures));
-    launch(gpu, &stream, kernel, grid, block, params);
-    std::thread::scope(|s| {
-        for _ in 0..host_threads {
-            s.spawn(|| arrive_and_wait(wait(&stream)).unwrap());
-        }
+    beside(gpu, &stream, (kernel, grid, block), params, |running| {
+        std::thread::scope(|s| {
+            for _ in 0..host_threads {
+                s.spawn(|| arrive_and_wait(wait(running)).unwrap());
+            }
+        });
     });
-    stream.synchronize().unwrap();
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
 }
 
@@ -320,28 +343,29 @@ fn barrier_shows_each_side_the_others_writes(
         .pointer(host_data.device_address())
         .pointer(gpu.address(&copied))
         .pointer(gpu.address(&failures));
-    launch(gpu, &stream, kernel, blocks, 32, params);
     let late = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for thread in 0..host_threads {
-            let (gpu_data, host_data, late, stream) = (&gpu_data, &host_data, &late, &stream);
-            let arrive_and_wait = &arrive_and_wait;
-            s.spawn(move || {
-                for phase in 0..phases {
-                    if thread == 0 {
-                        host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
-                    }
-                    arrive_and_wait(wait(stream)).unwrap();
-                    for block in 0..blocks {
-                        if gpu_data.read((block * phases + phase) as usize) != phase + 1 {
-                            late.fetch_add(1, Ordering::Relaxed);
+    beside(gpu, &stream, (kernel, blocks, 32), params, |running| {
+        std::thread::scope(|s| {
+            for thread in 0..host_threads {
+                let (gpu_data, host_data, late) = (&gpu_data, &host_data, &late);
+                let arrive_and_wait = &arrive_and_wait;
+                s.spawn(move || {
+                    for phase in 0..phases {
+                        if thread == 0 {
+                            let word = &host_data.host_words()[phase as usize];
+                            word.store(phase + 1, Ordering::Relaxed);
+                        }
+                        arrive_and_wait(wait(running)).unwrap();
+                        for block in 0..blocks {
+                            if gpu_data.read((block * phases + phase) as usize) != phase + 1 {
+                                late.fetch_add(1, Ordering::Relaxed);
+                            }
                         }
                     }
-                }
-            });
-        }
+                });
+            }
+        });
     });
-    stream.synchronize().unwrap();
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
     assert_eq!(
         late.into_inner(),
@@ -405,13 +429,13 @@ fn stop_requests_cross_the_bus_both_ways() {
     let params = KernelParams::default()
         .pointer(to_gpu.device_address())
         .pointer(gpu.address(&counter));
-    launch(&gpu, &stream, "bus_stop_wait", 2, 32, params);
-    assert!(to_gpu.request_stop());
-    assert!(
-        !to_gpu.request_stop(),
-        "only the first request returns true"
-    );
-    stream.synchronize().unwrap();
+    beside(&gpu, &stream, ("bus_stop_wait", 2, 32), params, |_| {
+        assert!(to_gpu.request_stop());
+        assert!(
+            !to_gpu.request_stop(),
+            "only the first request returns true"
+        );
+    });
     assert_eq!(gpu.download(&counter).unwrap(), [64]);
 
     // A kernel requests stop; the host forwards it to its own source's callbacks.
@@ -424,11 +448,15 @@ fn stop_requests_cross_the_bus_both_ways() {
     let params = KernelParams::default()
         .pointer(from_gpu.device_address())
         .pointer(gpu.address(&first));
-    launch(&gpu, &stream, "bus_stop_request", 4, 64, params);
-    let forwarded = from_gpu.forward_to(&host_source, HostWait::on(&stream).timeout(PATIENCE));
+    let forwarded = beside(
+        &gpu,
+        &stream,
+        ("bus_stop_request", 4, 64),
+        params,
+        |running| from_gpu.forward_to(&host_source, wait(running)),
+    );
     assert!(matches!(forwarded, Ok(true)), "{forwarded:?}");
     assert!(ran.load(Ordering::Relaxed), "the host callback ran");
-    stream.synchronize().unwrap();
     assert!(from_gpu.requested_by_gpu() && !from_gpu.requested_by_host());
     assert_eq!(
         gpu.download(&first).unwrap(),
@@ -526,14 +554,15 @@ fn managed_memory_runs_the_ordinary_system_scope_semaphores() {
         .pointer(to_host.device_address())
         .u32(rounds)
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_managed_pingpong", 1, 1, params);
-    for _ in 0..rounds {
-        to_gpu.release(1);
-        wait(&stream)
-            .wait_until(&mut || to_host.try_acquire())
-            .unwrap();
-    }
-    stream.synchronize().unwrap();
+    let kernel = ("bus_managed_pingpong", 1, 1);
+    beside(&gpu, &stream, kernel, params, |running| {
+        for _ in 0..rounds {
+            to_gpu.release(1);
+            wait(running)
+                .wait_until(&mut || to_host.try_acquire())
+                .unwrap();
+        }
+    });
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
 }
 
@@ -576,12 +605,18 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
         .pointer(memory[0].device_address())
         .pointer(payload.device_address())
         .u32(3);
-    launch(&gpu, &stream, "bus_release_stress", 1, 1, params);
-    for expected in 5..8 {
-        assert_eq!(semaphore.acquire(wait(&stream)).unwrap(), expected);
-        assert_eq!(payload.read(expected as usize), payload_of(expected));
-    }
-    stream.synchronize().unwrap();
+    beside(
+        &gpu,
+        &stream,
+        ("bus_release_stress", 1, 1),
+        params,
+        |running| {
+            for expected in 5..8 {
+                assert_eq!(semaphore.acquire(wait(running)).unwrap(), expected);
+                assert_eq!(payload.read(expected as usize), payload_of(expected));
+            }
+        },
+    );
 
     // A channel made with 2 units for the GPU and 1 for the host: the host takes its
     // unit, a ping-pong kernel answers the 2 and one more the host releases.
@@ -593,12 +628,12 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
         .pointer(memory[1].device_address())
         .u32(3)
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_pingpong", 1, 1, params);
-    channel.release(1);
-    for expected in 1..4 {
-        assert_eq!(channel.acquire(wait(&stream)).unwrap(), expected);
-    }
-    stream.synchronize().unwrap();
+    beside(&gpu, &stream, ("bus_pingpong", 1, 1), params, |running| {
+        channel.release(1);
+        for expected in 1..4 {
+            assert_eq!(channel.acquire(wait(running)).unwrap(), expected);
+        }
+    });
 
     // A latch made expecting 2 × 64 GPU threads and 1 host count-down.
     build(&memory[2], 2, 129, 0);
@@ -607,9 +642,10 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     let params = KernelParams::default()
         .pointer(memory[2].device_address())
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_latch_count_down", 2, 64, params);
-    latch.arrive_and_wait(1, wait(&stream)).unwrap();
-    stream.synchronize().unwrap();
+    let kernel = ("bus_latch_count_down", 2, 64);
+    beside(&gpu, &stream, kernel, params, |running| {
+        latch.arrive_and_wait(1, wait(running)).unwrap();
+    });
 
     // A barrier made for 1 host and 2 GPU participants, 10 phases.
     build(&memory[3], 3, 1, 2);
@@ -626,12 +662,13 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
         .pointer(host_data.device_address())
         .pointer(gpu.address(&copied))
         .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_barrier_phases", blocks, 32, params);
-    for phase in 0..phases {
-        host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
-        barrier.arrive_and_wait(wait(&stream)).unwrap();
-    }
-    stream.synchronize().unwrap();
+    let kernel = ("bus_barrier_phases", blocks, 32);
+    beside(&gpu, &stream, kernel, params, |running| {
+        for phase in 0..phases {
+            host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
+            barrier.arrive_and_wait(wait(running)).unwrap();
+        }
+    });
 
     // A stop source: the host requests stop, a kernel's 32 threads see it.
     build(&memory[4], 4, 0, 0);

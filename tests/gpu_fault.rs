@@ -2,20 +2,21 @@
 //! fault, within a second, instead of hanging. Its own test binary, because the trap
 //! poisons the CUDA context for the rest of the process. Without a CUDA driver it
 //! prints "skipped: no CUDA driver" and passes.
+//!
+//! The kernel is launched from a helper thread while the test's thread waits
+//! ([`launch_beside`]), so that the wait is checked also where launches block until
+//! their kernel ends (`CUDA_LAUNCH_BLOCKING=1`); there the wait learns of the fault
+//! when the launch call returns, and the call may report the fault too.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use scoped_sync::cuda::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Runtime};
+use scoped_sync::cuda::beside::{launch_beside, Outcome};
+use scoped_sync::cuda::{CudaError, HostWaitError, KernelParams, LaunchOptions, Runtime};
 use scoped_sync::{GpuToHost, HandoffSemaphore};
 
 #[test]
 fn a_kernel_that_traps_while_the_host_waits_is_reported_within_a_second() {
-    // Under CUDA_LAUNCH_BLOCKING=1 the launch itself would wait for the trap.
-    if std::env::var("CUDA_LAUNCH_BLOCKING").is_ok_and(|value| value == "1") {
-        let _ = writeln!(std::io::stderr(), "skipped: CUDA_LAUNCH_BLOCKING=1");
-        return;
-    }
     let gpu = match Runtime::open() {
         Ok(runtime) => runtime,
         Err(CudaError::NoDriver) => {
@@ -28,14 +29,25 @@ fn a_kernel_that_traps_while_the_host_waits_is_reported_within_a_second() {
         .place_mapped(HandoffSemaphore::<GpuToHost>::new(0))
         .unwrap();
     let stream = gpu.new_stream().unwrap();
-    let kernel = gpu.kernel("bus_trap_after").unwrap();
     let trap_after = Duration::from_millis(100);
     let params = KernelParams::default().u64(trap_after.as_nanos() as u64);
-    // SAFETY: `bus_trap_after(u64)`.
-    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }.unwrap();
-    let start = Instant::now();
-    let outcome = results.acquire(HostWait::on(&stream).timeout(Duration::from_secs(30)));
-    let took = start.elapsed();
+    let run = launch_beside(
+        &stream,
+        || {
+            let kernel = gpu.kernel("bus_trap_after")?;
+            // SAFETY: `bus_trap_after(u64)`.
+            unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
+        },
+        |kernel| {
+            let start = Instant::now();
+            let outcome = results.acquire(kernel.wait().timeout(Duration::from_secs(30)));
+            (outcome, start.elapsed())
+        },
+    );
+    let Outcome {
+        host: (outcome, took),
+        launch,
+    } = run;
     match outcome {
         Err(HostWaitError::KernelFailed(error)) => {
             let text = error.to_string();
@@ -47,6 +59,19 @@ fn a_kernel_that_traps_while_the_host_waits_is_reported_within_a_second() {
         took < trap_after + Duration::from_secs(1),
         "reported {took:?} after the wait began"
     );
+    // A launch that returns once the kernel is queued succeeds; one that blocks until
+    // the kernel ends (CUDA_LAUNCH_BLOCKING=1) may return the fault as well.
+    let blocking = std::env::var("CUDA_LAUNCH_BLOCKING").is_ok_and(|value| value == "1");
+    match launch {
+        Ok(()) => {}
+        Err(error) => {
+            let text = error.to_string();
+            assert!(
+                blocking && text.contains("CUDA_ERROR"),
+                "the launch failed: {text}"
+            );
+        }
+    }
     // The context is lost: the placed object must still be freed without a panic.
     drop(results);
 }

@@ -5,6 +5,12 @@
 //! report (`cargo run --release`), `benches/gpu.rs` and `examples/persistent_kernel.rs`
 //! run these.
 //!
+//! Every kernel here that the host feeds is launched with [`launch_beside`]: from a
+//! helper thread, the calling thread playing the host's side and waiting through the
+//! [`Beside`] it gets, so that the measurements also run where launches block
+//! (`CUDA_LAUNCH_BLOCKING=1`). The host's side keeps the calling thread (and so a
+//! [`CorePin`](super::CorePin) its caller set).
+//!
 //! [`HandoffChannel`]: crate::HandoffChannel
 //! [`BusStopSource`]: crate::BusStopSource
 
@@ -13,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
 
+use super::beside::{launch_beside, Beside};
 use super::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Runtime, Stream};
 use crate::{BusStopSource, CountingSemaphore, HandoffChannel};
 
@@ -80,6 +87,37 @@ unsafe fn launch(
     unsafe { kernel.launch_ex(stream, 1, block, LaunchOptions::default(), params) }
 }
 
+/// Launches `kernel` (one block of `block` threads) on `stream` from a helper thread,
+/// runs the host's side `host` beside it on this thread ([`launch_beside`]), waits for
+/// the stream, and returns what `host` did. `host` waits for the kernel through the
+/// [`Beside`] it gets, and must let the kernel end on every path, failures included.
+///
+/// # Safety
+///
+/// As for [`launch`]: the parameters match the kernel and outlive it (this waits for
+/// the stream before it returns, also after a failure of `host`).
+unsafe fn beside<R>(
+    runtime: &Runtime,
+    stream: &Stream,
+    (kernel, block): (&str, u32),
+    params: KernelParams,
+    host: impl FnOnce(&Beside<'_>) -> Result<R, DemoError>,
+) -> Result<R, DemoError> {
+    let run = launch_beside(
+        stream,
+        move || {
+            // SAFETY: the caller vouches for the parameters.
+            unsafe { launch(runtime, stream, kernel, block, params) }
+        },
+        host,
+    );
+    // A fault of the kernel shows here first (where launches block, in `run.launch`
+    // too), and a failed launch next: the host's side then failed for them.
+    stream.synchronize()?;
+    run.launch?;
+    run.host
+}
+
 /// The round trips of the comparison, all on one cache line of mapped memory:
 /// raw spinning on the line's first word (the anchor's ping-pong), and a
 /// [`HandoffChannel`] whose two published counts fill the same line.
@@ -118,28 +156,29 @@ impl<'r> RoundTrips<'r> {
         let params = KernelParams::default()
             .pointer(self.line.device_address())
             .u32(rounds);
-        // SAFETY: `bus_raw_pingpong(u32*, u32)`; the line outlives the synchronize
-        // below.
-        unsafe { launch(self.runtime, &stream, "bus_raw_pingpong", 1, params) }?;
-        let start = Instant::now();
-        let mut polls = 0_u32;
-        for round in 0..rounds {
-            word.store(2 * round + 1, Ordering::Release);
-            while word.load(Ordering::Acquire) != 2 * round + 2 {
-                std::hint::spin_loop();
-                // The anchor's loop has no way out; this one asks about the kernel
-                // every 2^20 polls (milliseconds), which costs the loop one increment.
-                polls = polls.wrapping_add(1);
-                if polls % (1 << 20) == 0
-                    && !stream.is_busy()?
-                    && word.load(Ordering::Acquire) != 2 * round + 2
-                {
-                    return Err(DemoError::Wrong("the raw ping-pong kernel ended early"));
+        let host = |kernel: &Beside<'_>| -> Result<Duration, DemoError> {
+            let start = Instant::now();
+            let mut polls = 0_u32;
+            for round in 0..rounds {
+                word.store(2 * round + 1, Ordering::Release);
+                while word.load(Ordering::Acquire) != 2 * round + 2 {
+                    std::hint::spin_loop();
+                    // The anchor's loop has no way out; this one asks about the kernel
+                    // every 2^20 polls (milliseconds), which costs the loop one
+                    // increment. It returns early only when the kernel has ended.
+                    polls = polls.wrapping_add(1);
+                    if polls % (1 << 20) == 0
+                        && !kernel.is_running()?
+                        && word.load(Ordering::Acquire) != 2 * round + 2
+                    {
+                        return Err(DemoError::Wrong("the raw ping-pong kernel ended early"));
+                    }
                 }
             }
-        }
-        let took = start.elapsed();
-        stream.synchronize()?;
+            Ok(start.elapsed())
+        };
+        // SAFETY: `bus_raw_pingpong(u32*, u32)`; the line outlives the kernel.
+        let took = unsafe { beside(self.runtime, &stream, ("bus_raw_pingpong", 1), params, host) }?;
         Ok(took / rounds.max(1))
     }
 
@@ -148,20 +187,20 @@ impl<'r> RoundTrips<'r> {
     pub fn handoff(&mut self, rounds: u32, paths: Paths) -> Result<Duration, DemoError> {
         // One clock reading before and one after the loop: a reading per round would
         // add to what is measured.
-        let took = self.ping_pong(rounds, paths, |channel, stream| {
+        let took = self.ping_pong(rounds, paths, |channel, kernel| {
             let start = Instant::now();
             match paths {
                 Paths::Exclusive => {
                     let (mut outbox, mut inbox) = endpoints(channel)?;
                     for _ in 0..rounds {
-                        let wait = HostWait::on(stream).timeout(PATIENCE);
+                        let wait = kernel.wait().timeout(PATIENCE);
                         outbox.release(1);
                         inbox.acquire(wait)?;
                     }
                 }
                 Paths::Shared => {
                     for _ in 0..rounds {
-                        let wait = HostWait::on(stream).timeout(PATIENCE);
+                        let wait = kernel.wait().timeout(PATIENCE);
                         channel.release(1);
                         channel.acquire(wait)?;
                     }
@@ -175,16 +214,16 @@ impl<'r> RoundTrips<'r> {
     /// `rounds` round trips through the exclusive endpoints, each timed alone, the host
     /// idling `idle` (untimed, its stream queried) before each release.
     fn each_round(&mut self, rounds: u32, idle: Duration) -> Result<Vec<Duration>, DemoError> {
-        self.ping_pong(rounds, Paths::Exclusive, |channel, stream| {
+        self.ping_pong(rounds, Paths::Exclusive, |channel, kernel| {
             let (mut outbox, mut inbox) = endpoints(channel)?;
             let mut took = Vec::with_capacity(rounds as usize);
             for _ in 0..rounds {
                 let until = Instant::now() + idle;
                 while Instant::now() < until {
-                    stream.is_busy()?;
+                    kernel.is_running()?;
                     std::thread::sleep(Duration::from_micros(100).min(idle));
                 }
-                let wait = HostWait::on(stream).timeout(PATIENCE);
+                let wait = kernel.wait().timeout(PATIENCE);
                 let start = Instant::now();
                 outbox.release(1);
                 inbox.acquire(wait)?;
@@ -214,12 +253,13 @@ impl<'r> RoundTrips<'r> {
     }
 
     /// Launches the ping-pong kernel of `paths` for `rounds` round trips on a fresh
-    /// channel, runs the host's side `host(channel, stream)`, and checks the kernel.
+    /// channel, runs the host's side `host(channel, kernel)` beside it, and checks the
+    /// kernel.
     fn ping_pong<R>(
         &mut self,
         rounds: u32,
         paths: Paths,
-        host: impl FnOnce(&HandoffChannel, &Stream) -> Result<R, DemoError>,
+        host: impl FnOnce(&HandoffChannel, &Beside<'_>) -> Result<R, DemoError>,
     ) -> Result<R, DemoError> {
         let (runtime, device_address) = (self.runtime, self.line.device_address());
         let channel = self.fresh_channel();
@@ -233,11 +273,12 @@ impl<'r> RoundTrips<'r> {
             .pointer(device_address)
             .u32(rounds)
             .pointer(runtime.address(&failures));
-        // SAFETY: `(channel*, u32, u32*)`; all outlive the synchronize below.
-        unsafe { launch(runtime, &stream, kernel, 1, params) }?;
-        let outcome = host(channel, &stream);
-        stream.synchronize()?;
-        let result = outcome?;
+        // SAFETY: `(channel*, u32, u32*)`; all outlive the kernel.
+        let result = unsafe {
+            beside(runtime, &stream, (kernel, 1), params, |kernel| {
+                host(channel, kernel)
+            })
+        }?;
         if runtime.download(&failures)? != [0] {
             return Err(DemoError::Wrong("the ping-pong kernel timed out"));
         }
@@ -256,15 +297,16 @@ impl<'r> RoundTrips<'r> {
             .u64(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
             .u32(reps)
             .pointer(runtime.address(&elapsed));
-        // SAFETY: `bus_host_wake`'s parameters; all outlive the synchronize below.
-        unsafe { launch(runtime, &stream, "bus_host_wake", 1, params) }?;
-        let (mut outbox, mut inbox) = endpoints(channel)?;
-        for _ in 0..reps {
-            inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
-            outbox.release(1);
-        }
-        drop((outbox, inbox));
-        stream.synchronize()?;
+        let host = |kernel: &Beside<'_>| -> Result<(), DemoError> {
+            let (mut outbox, mut inbox) = endpoints(channel)?;
+            for _ in 0..reps {
+                inbox.acquire(kernel.wait().timeout(PATIENCE))?;
+                outbox.release(1);
+            }
+            Ok(())
+        };
+        // SAFETY: `bus_host_wake`'s parameters; all outlive the kernel.
+        unsafe { beside(runtime, &stream, ("bus_host_wake", 1), params, host) }?;
         let elapsed = runtime.download(&elapsed)?;
         if elapsed.contains(&u64::MAX) {
             return Err(DemoError::Wrong("the GPU timed out waiting for the host"));
@@ -311,15 +353,16 @@ pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, De
         .pointer(to_host.device_address())
         .u32(rounds)
         .pointer(runtime.address(&failures));
-    // SAFETY: `(sem*, sem*, u32, u32*)`; all outlive the synchronize below.
-    unsafe { launch(runtime, &stream, "bus_managed_pingpong", 1, params) }?;
-    let start = Instant::now();
-    for _ in 0..rounds {
-        to_gpu.release(1);
-        to_host.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
-    }
-    let took = start.elapsed();
-    stream.synchronize()?;
+    let host = |kernel: &Beside<'_>| -> Result<Duration, DemoError> {
+        let start = Instant::now();
+        for _ in 0..rounds {
+            to_gpu.release(1);
+            to_host.acquire(kernel.wait().timeout(PATIENCE))?;
+        }
+        Ok(start.elapsed())
+    };
+    // SAFETY: `(sem*, sem*, u32, u32*)`; all outlive the kernel.
+    let took = unsafe { beside(runtime, &stream, ("bus_managed_pingpong", 1), params, host) }?;
     if runtime.download(&failures)? != [0] {
         return Err(DemoError::Wrong("the managed ping-pong kernel timed out"));
     }
@@ -390,17 +433,18 @@ fn timed_phases(
         .pointer(host_data.device_address())
         .pointer(runtime.address(&copied))
         .pointer(runtime.address(&failures));
-    // SAFETY: the barrier-phase kernels' parameters; all outlive the synchronize below.
-    unsafe { launch(runtime, &stream, kernel, 1, params) }?;
-    let mut late = false;
-    let start = Instant::now();
-    for phase in 0..phases {
-        host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
-        arrive_and_wait(HostWait::on(&stream).timeout(PATIENCE))?;
-        late |= gpu_data.read(phase as usize) != phase + 1;
-    }
-    let took = start.elapsed();
-    stream.synchronize()?;
+    let host = |kernel: &Beside<'_>| -> Result<(Duration, bool), DemoError> {
+        let mut late = false;
+        let start = Instant::now();
+        for phase in 0..phases {
+            host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
+            arrive_and_wait(kernel.wait().timeout(PATIENCE))?;
+            late |= gpu_data.read(phase as usize) != phase + 1;
+        }
+        Ok((start.elapsed(), late))
+    };
+    // SAFETY: the barrier-phase kernels' parameters; all outlive the kernel.
+    let (took, late) = unsafe { beside(runtime, &stream, (kernel, 1), params, host) }?;
     let copied = runtime.download(&copied)?;
     if late || runtime.download(&failures)? != [0] || !copied.iter().copied().eq(1..=phases) {
         return Err(DemoError::Wrong("a barrier phase did not order the writes"));
@@ -475,32 +519,43 @@ pub fn persistent_worker(
         .pointer(outputs.device_address())
         .u32(ring as u32)
         .pointer(runtime.address(&scratch));
-    // SAFETY: the worker's parameters in order; all outlive the synchronize below.
-    unsafe { launch(runtime, &stream, "bus_persistent_worker", threads, params) }?;
-    let threads = u64::from(threads);
-    let answer_of = |item: u64| item * threads * (threads + 1) / 2;
+    let block = u64::from(threads);
+    let answer_of = |item: u64| item * block * (block + 1) / 2;
     let (mut outbox, mut inbox) = endpoints(&channel)?;
-    let start = Instant::now();
-    let (mut sent, mut received) = (0_u64, 0_u64);
-    let outcome = (|| {
-        while received < items {
-            while sent < items && sent - received < ring as u64 {
-                inputs.write_u64(sent as usize % ring, sent + 1);
-                outbox.release(1);
-                sent += 1;
+    let host = |kernel: &Beside<'_>| -> Result<Duration, DemoError> {
+        let start = Instant::now();
+        let (mut sent, mut received) = (0_u64, 0_u64);
+        let outcome = (|| {
+            while received < items {
+                while sent < items && sent - received < ring as u64 {
+                    inputs.write_u64(sent as usize % ring, sent + 1);
+                    outbox.release(1);
+                    sent += 1;
+                }
+                let unit = inbox.acquire(kernel.wait().timeout(PATIENCE))?;
+                if outputs.read_u64(unit as usize % ring) != answer_of(unit + 1) {
+                    return Err(DemoError::Wrong("the worker returned a wrong answer"));
+                }
+                received += 1;
             }
-            let unit = inbox.acquire(HostWait::on(&stream).timeout(PATIENCE))?;
-            if outputs.read_u64(unit as usize % ring) != answer_of(unit + 1) {
-                return Err(DemoError::Wrong("the worker returned a wrong answer"));
-            }
-            received += 1;
-        }
-        Ok(())
-    })();
-    let elapsed = start.elapsed();
-    stop.request_stop();
-    stream.synchronize()?;
-    outcome?;
+            Ok(())
+        })();
+        let elapsed = start.elapsed();
+        // On every path, failures included: the kernel ends only when asked to, and
+        // where launches block the helper thread's launch returns only then.
+        stop.request_stop();
+        outcome.map(|()| elapsed)
+    };
+    // SAFETY: the worker's parameters in order; all outlive the kernel.
+    let elapsed = unsafe {
+        beside(
+            runtime,
+            &stream,
+            ("bus_persistent_worker", threads),
+            params,
+            host,
+        )
+    }?;
     Ok(WorkerRun {
         items,
         window: ring as u64,

@@ -5,7 +5,9 @@
 //! - **Forward progress.** The CUDA execution model guarantees a running kernel
 //!   progress only while some host thread keeps calling into CUDA; a host thread that
 //!   only spins on mapped memory may wait for ever. The wait queries the kernel's
-//!   stream every [`QUERY_PERIOD`].
+//!   stream every [`QUERY_PERIOD`] (except while the call that launches the kernel
+//!   on another thread is under way, which sees to that itself: see
+//!   [`beside`](super::beside)).
 //! - **A dead kernel.** The same query reports a kernel that faulted (the error) or
 //!   that finished without releasing what the host waits for; either ends the wait
 //!   with an error instead of a hang, within one query period.
@@ -14,6 +16,7 @@
 //!   within a few microseconds (libcu++'s host waits grow their sleeps and can add
 //!   +750 µs).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
@@ -53,6 +56,9 @@ const SLEEP_SLACK_NS: libc::c_ulong = 1;
 /// ```
 pub struct HostWait<'a> {
     stream: &'a Stream,
+    /// Set while another thread's call that launches the awaited kernel is under way
+    /// (see [`beside`](super::beside)): no query until it is clear.
+    launching: Option<&'a AtomicBool>,
     limit: Option<Limit>,
     stop: Option<StopToken<'a>>,
 }
@@ -105,14 +111,36 @@ impl std::error::Error for HostWaitError {
 }
 
 impl<'a> HostWait<'a> {
-    /// Waits while the kernels on `stream` (launched before the wait) may still
+    /// Waits while the kernels on `stream` (queued before the wait) may still
     /// release; ends with an error if they fault or finish without releasing.
+    ///
+    /// An idle stream means a kernel that has ended, so the kernel must be queued
+    /// before the wait begins. Where launches block (`CUDA_LAUNCH_BLOCKING=1`) the
+    /// kernel cannot be launched on the waiting thread, and a launch call on another
+    /// thread queues it at a time this wait cannot know: there, wait through
+    /// [`launch_beside`](super::beside::launch_beside) instead.
     pub fn on(stream: &'a Stream) -> Self {
         Self {
             stream,
+            launching: None,
             limit: None,
             stop: None,
         }
+    }
+
+    /// Queries the stream only while `launching` is clear: it is set while another
+    /// thread's call that launches the awaited kernel is under way.
+    pub(super) fn beside_launch(mut self, launching: &'a AtomicBool) -> Self {
+        self.launching = Some(launching);
+        self
+    }
+
+    /// Whether a launch call of the awaited kernel is under way on another thread.
+    fn launch_under_way(&self) -> bool {
+        // Acquire: pairs with the launching thread's release after the call, so that
+        // the next query comes after it.
+        self.launching
+            .is_some_and(|launching| launching.load(Ordering::Acquire))
     }
 
     /// Ends the wait with [`HostWaitError::TimedOut`] after `timeout`.
@@ -189,7 +217,11 @@ impl HostWait<'_> {
             if let Some(error) = self.interrupted(now, deadline) {
                 break Err(error);
             }
-            if now >= next_query {
+            // While a launch call of the kernel is under way on another thread, the
+            // kernel is not queued yet or (where launches block) runs inside that
+            // call, which sees to its progress: no query, which could only mistake a
+            // kernel not yet queued for one that has finished.
+            if now >= next_query && !self.launch_under_way() {
                 next_query = now + QUERY_PERIOD;
                 // Binding the context costs more than a short wait: only when needed.
                 if !bound {

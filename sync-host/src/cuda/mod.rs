@@ -4,6 +4,7 @@
 //! Built on cudarc with dynamic loading: everything here compiles without CUDA, and
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 
+pub mod beside;
 pub mod bus_demo;
 mod core_pin;
 mod error;
