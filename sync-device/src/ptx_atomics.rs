@@ -85,6 +85,13 @@ pub unsafe trait PtxScope: Scope {
     unsafe fn fetch_max_u32(ptr: *mut u32, value: u32, order: Ordering) -> u32;
     /// Unsigned maximum on a 64-bit word.
     unsafe fn fetch_max_u64(ptr: *mut u64, value: u64, order: Ordering) -> u64;
+    /// Atomic add that returns nothing (`red.add`, a reduction: the thread need not
+    /// wait for the reply). `Relaxed` or `Release` only: with no value read back there
+    /// is nothing for an acquire to order later accesses after (follow it with a
+    /// fence where that is needed).
+    unsafe fn red_add_u32(ptr: *mut u32, value: u32, order: Ordering);
+    /// Reduction add on a 64-bit word.
+    unsafe fn red_add_u64(ptr: *mut u64, value: u64, order: Ordering);
     /// Fence (`SeqCst` → `fence.sc`, `AcqRel` → `fence.acq_rel`, `Acquire` →
     /// `fence.acquire`, `Release` → `fence.release`).
     fn fence(order: Ordering);
@@ -210,6 +217,27 @@ macro_rules! cas_fn {
     };
 }
 
+/// `red.<sem>.<scope>.add`: no destination register.
+macro_rules! red_fn {
+    ($name:ident, $ty:ty, $reg:ident, $ptype:literal, $q:literal) => {
+        #[inline(always)]
+        unsafe fn $name(ptr: *mut $ty, value: $ty, order: Ordering) {
+            // SAFETY: the caller passes a live, aligned word (trait contract).
+            unsafe {
+                match order {
+                    Ordering::Relaxed => asm!(
+                        concat!("red.relaxed.", $q, ".add.", $ptype, " [{p}], {v};"),
+                        v = in($reg) value, p = in(reg64) ptr, options(nostack)),
+                    Ordering::Release => asm!(
+                        concat!("red.release.", $q, ".add.", $ptype, " [{p}], {v};"),
+                        v = in($reg) value, p = in(reg64) ptr, options(nostack)),
+                    other => invalid_ordering("red.add", other),
+                }
+            }
+        }
+    };
+}
+
 /// The whole table for one scope.
 macro_rules! ptx_scope {
     ($scope:ty, $q:literal) => {
@@ -237,6 +265,8 @@ macro_rules! ptx_scope {
             rmw_fn!(fetch_min_u64, u64, reg64, "min.u64", $q);
             rmw_fn!(fetch_max_u32, u32, reg32, "max.u32", $q);
             rmw_fn!(fetch_max_u64, u64, reg64, "max.u64", $q);
+            red_fn!(red_add_u32, u32, reg32, "u32", $q);
+            red_fn!(red_add_u64, u64, reg64, "u64", $q);
 
             #[inline(always)]
             fn fence(order: Ordering) {

@@ -68,3 +68,13 @@ impl<T: Copy> Unsync<T> {
         unsafe { *self.0.get() = value }
     }
 }
+
+/// Instances per litmus case: a million, or what `SCOPED_SYNC_LITMUS_INSTANCES` says
+/// (the bundle's `sanitize.sh` asks for fewer, as a sanitizer slows kernels a
+/// hundredfold).
+pub fn litmus_instances() -> u64 {
+    std::env::var("SCOPED_SYNC_LITMUS_INSTANCES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(1_000_000)
+}

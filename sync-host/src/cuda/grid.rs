@@ -2,11 +2,12 @@
 
 use cudarc::driver::{sys, CudaSlice, DeviceRepr, LaunchArgs, PushKernelArg};
 
-use super::{CudaError, Kernel};
+use super::{CudaError, Kernel, KernelParams, LaunchOptions, Stream};
 
 /// The host's image of `sync_device::Grid`: the arrival counter's device address and
-/// the thread's phase count (zero at launch). Only [`Kernel::launch_grid`] makes one,
-/// so only a cooperative launch hands a kernel a grid barrier.
+/// the thread's phase count (zero at launch). Only [`Kernel::launch_grid`] and
+/// [`Kernel::launch_grid_ex`] make one, so only a launch whose blocks are all
+/// co-resident hands a kernel a grid barrier.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 struct GridParam {
@@ -18,6 +19,17 @@ struct GridParam {
 // SAFETY: plain old data with the layout of `sync_device::Grid` (`#[repr(C)]`: a
 // pointer, then two u32).
 unsafe impl DeviceRepr for GridParam {}
+
+impl GridParam {
+    /// The parameter as `KernelParams` words: 16 bytes, little-endian (the pointer,
+    /// then `phase` and `reserved` in the second word's low and high halves).
+    fn words(&self) -> [u64; 2] {
+        [
+            self.arrivals,
+            u64::from(self.phase) | u64::from(self.reserved) << 32,
+        ]
+    }
+}
 
 /// A kernel's grid-barrier counter and the parameter that points at it.
 pub(super) struct GridBarrier {
@@ -44,6 +56,64 @@ impl Kernel<'_> {
         block: u32,
         args: impl FnOnce(&mut LaunchArgs<'a>),
     ) -> Result<(), CudaError> {
+        let param = self.zeroed_grid_barrier(self.runtime.stream.cu_stream())?;
+        // SAFETY: the caller vouches for the kernel's parameters; the counter lives as
+        // long as the kernel object.
+        unsafe {
+            self.launch_cooperative(grid, block, |builder| {
+                builder.arg(param);
+                args(builder);
+            })
+        }
+    }
+
+    /// As [`launch_grid`](Self::launch_grid), through `cuLaunchKernelEx` on `stream`
+    /// with `options`: thread-block clusters, say. The grid barrier only needs every
+    /// block co-resident, which the `cooperative` option makes the driver guarantee;
+    /// without it the launch relies on the size check alone (every block fits at once,
+    /// so on an otherwise idle GPU every block runs at once, but nothing guarantees
+    /// it). Refuses a grid larger than
+    /// [`max_coresident_blocks`](Self::max_coresident_blocks), or with clusters
+    /// [`max_coresident_clusters`](Self::max_coresident_clusters) × the cluster size,
+    /// with [`CudaError::GridTooLarge`].
+    ///
+    /// # Safety
+    ///
+    /// The kernel's first parameter is a `sync_device::Grid`, and the rest match
+    /// `params` in number, order and size, pointing at memory that outlives the kernel.
+    /// Launches of this kernel object on other streams have finished (they share its
+    /// barrier counter, which this launch zeroes).
+    pub unsafe fn launch_grid_ex(
+        &self,
+        stream: &Stream,
+        grid: u32,
+        block: u32,
+        options: LaunchOptions,
+        params: KernelParams,
+    ) -> Result<(), CudaError> {
+        let max = match options.cluster {
+            Some(cluster) => self
+                .max_coresident_clusters(block, cluster)?
+                .saturating_mul(cluster),
+            None => self.max_coresident_blocks(block)?,
+        };
+        if grid > max {
+            return Err(CudaError::GridTooLarge {
+                requested: grid,
+                max,
+            });
+        }
+        let param = self.zeroed_grid_barrier(stream.raw())?;
+        let params = KernelParams::default().words(&param.words()).append(params);
+        // SAFETY: the grid parameter comes first, as the kernel takes it; the caller
+        // vouches for the rest; the counter lives as long as the kernel object.
+        unsafe { self.launch_ex(stream, grid, block, options, params) }
+    }
+
+    /// The kernel's grid-barrier parameter, its counter allocated at first use and
+    /// zeroed on `stream` (in stream order, so back-to-back launches each start from
+    /// zero).
+    fn zeroed_grid_barrier(&self, stream: sys::CUstream) -> Result<&GridParam, CudaError> {
         let barrier = match self.grid_barrier.get() {
             Some(barrier) => barrier,
             None => {
@@ -59,26 +129,12 @@ impl Kernel<'_> {
                 })
             }
         };
+        self.runtime.bind()?;
         // SAFETY: zeroes the one live word `param.arrivals` points to, in stream order
-        // before the launch (and after any earlier launch using it).
-        unsafe {
-            sys::cuMemsetD32Async(
-                barrier.param.arrivals,
-                0,
-                1,
-                self.runtime.stream.cu_stream(),
-            )
-        }
-        .result()
-        .map_err(CudaError::driver("zero the grid barrier"))?;
-        let param = &barrier.param;
-        // SAFETY: the caller vouches for the kernel's parameters; the counter lives as
-        // long as the kernel object.
-        unsafe {
-            self.launch_cooperative(grid, block, |builder| {
-                builder.arg(param);
-                args(builder);
-            })
-        }
+        // before the launch (and after any earlier launch using it on that stream).
+        unsafe { sys::cuMemsetD32Async(barrier.param.arrivals, 0, 1, stream) }
+            .result()
+            .map_err(CudaError::driver("zero the grid barrier"))?;
+        Ok(&barrier.param)
     }
 }

@@ -1,5 +1,5 @@
-//! Launches through `cuLaunchKernelEx`: thread-block clusters and memory
-//! synchronization domains (CUDA Programming Guide 4.14), on a chosen stream.
+//! Launches through `cuLaunchKernelEx`: thread-block clusters, cooperative launches and
+//! memory synchronization domains (CUDA Programming Guide 4.14), on a chosen stream.
 
 use std::ffi::c_void;
 
@@ -25,42 +25,107 @@ pub enum MemSyncDomain {
 pub struct LaunchOptions {
     /// Blocks per cluster in x (the grid must be a multiple); `None`: no clusters.
     pub cluster: Option<u32>,
+    /// A cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`): the driver runs every
+    /// block at once or refuses the launch. Grid barriers need it
+    /// ([`Kernel::launch_grid_ex`]).
+    pub cooperative: bool,
     /// The launch's memory-synchronization domain.
     pub domain: MemSyncDomain,
 }
 
-/// Kernel parameters for `cuLaunchKernelEx`: each value is kept in an 8-byte slot
-/// here, and the driver gets an array of pointers to the slots (taken at launch, when
-/// the vector no longer grows).
+/// Kernel parameters for `cuLaunchKernelEx`: each value is kept in one or more 8-byte
+/// slots here, and the driver gets an array of pointers to each parameter's first slot
+/// (taken at launch, when the vector no longer grows).
 #[derive(Default)]
 pub struct KernelParams {
     values: Vec<u64>,
+    /// Index in `values` of each parameter's first slot.
+    starts: Vec<usize>,
 }
 
 impl KernelParams {
     /// Appends a `u32` parameter.
-    pub fn u32(mut self, value: u32) -> Self {
+    pub fn u32(self, value: u32) -> Self {
         // The driver copies the parameter's size (4 bytes) from the front of the
         // 8-byte slot; x86-64 and the GPU are both little-endian.
-        self.values.push(u64::from(value));
-        self
+        self.words(&[u64::from(value)])
     }
 
     /// Appends a `u64` parameter.
-    pub fn u64(mut self, value: u64) -> Self {
-        self.values.push(value);
-        self
+    pub fn u64(self, value: u64) -> Self {
+        self.words(&[value])
     }
 
     /// Appends a device pointer (a `CUdeviceptr`).
-    pub fn pointer(mut self, address: sys::CUdeviceptr) -> Self {
-        self.values.push(address);
+    pub fn pointer(self, address: sys::CUdeviceptr) -> Self {
+        self.words(&[address])
+    }
+
+    /// Appends one parameter of `8 × words.len()` bytes (a `#[repr(C)]` struct whose
+    /// alignment is at most 8), given as its little-endian 64-bit words in order.
+    pub(super) fn words(mut self, words: &[u64]) -> Self {
+        self.starts.push(self.values.len());
+        self.values.extend_from_slice(words);
+        self
+    }
+
+    /// Appends every parameter of `rest`.
+    pub(super) fn append(mut self, rest: KernelParams) -> Self {
+        let offset = self.values.len();
+        self.starts
+            .extend(rest.starts.into_iter().map(|start| start + offset));
+        self.values.extend(rest.values);
         self
     }
 }
 
+/// A launch attribute setting thread-block clusters of `blocks` blocks in x.
+fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: an all-zero attribute is a valid starting value (plain C data).
+    let mut cluster: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    cluster.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = blocks;
+    cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = 1;
+    cluster
+}
+
 impl Kernel<'_> {
-    /// Launches on `stream` with clusters and/or a memory-synchronization domain.
+    /// Clusters of `cluster` blocks of `block_threads` threads that fit on the GPU at
+    /// once (`cuOccupancyMaxActiveClusters`): the most a cooperative cluster launch
+    /// may ask for. Zero if such a cluster cannot run at all.
+    pub fn max_coresident_clusters(
+        &self,
+        block_threads: u32,
+        cluster: u32,
+    ) -> Result<u32, CudaError> {
+        let mut attribute = cluster_attribute(cluster);
+        let config = sys::CUlaunchConfig {
+            gridDimX: cluster,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: block_threads,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: 0,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        let mut clusters: std::ffi::c_int = 0;
+        self.runtime.bind()?;
+        // SAFETY: a live function of this context, a config and attribute that outlive
+        // the call, and an integer for the driver to fill.
+        unsafe {
+            sys::cuOccupancyMaxActiveClusters(&mut clusters, self.function.cu_function(), &config)
+        }
+        .result()
+        .map_err(CudaError::driver("query cluster occupancy"))?;
+        Ok(u32::try_from(clusters).unwrap_or(0))
+    }
+
+    /// Launches on `stream` with clusters, cooperatively, and/or in a
+    /// memory-synchronization domain.
     ///
     /// # Safety
     ///
@@ -76,13 +141,14 @@ impl Kernel<'_> {
     ) -> Result<(), CudaError> {
         let mut attributes = Vec::new();
         if let Some(blocks) = options.cluster {
-            // SAFETY: an all-zero attribute is a valid starting value (plain C data).
-            let mut cluster: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-            cluster.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            cluster.value.clusterDim.x = blocks;
-            cluster.value.clusterDim.y = 1;
-            cluster.value.clusterDim.z = 1;
-            attributes.push(cluster);
+            attributes.push(cluster_attribute(blocks));
+        }
+        if options.cooperative {
+            // SAFETY: as in `cluster_attribute`.
+            let mut cooperative: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+            cooperative.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+            cooperative.value.cooperative = 1;
+            attributes.push(cooperative);
         }
         // SAFETY: as above.
         let mut domain: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
@@ -105,9 +171,13 @@ impl Kernel<'_> {
             numAttrs: attributes.len() as u32,
         };
         let mut pointers: Vec<*mut c_void> = params
-            .values
+            .starts
             .iter()
-            .map(|value| std::ptr::from_ref(value).cast_mut().cast::<c_void>())
+            .map(|&start| {
+                std::ptr::from_ref(&params.values[start])
+                    .cast_mut()
+                    .cast::<c_void>()
+            })
             .collect();
         self.runtime.bind()?;
         // SAFETY: the config, attributes and parameter pointers live across the call;
