@@ -10,6 +10,8 @@
 
 use std::collections::BTreeMap;
 
+use scoped_sync::cuda::KernelBuild;
+
 const SCOPES: [(&str, &str); 5] = [
     ("thread", "cta"),
     ("block", "cta"),
@@ -19,15 +21,20 @@ const SCOPES: [(&str, &str); 5] = [
 ];
 const RMW_ORDERS: [&str; 5] = ["relaxed", "acquire", "release", "acq_rel", "seq_cst"];
 
-/// The PTX module, or `None` (with a notice) when this build has none.
-fn ptx() -> Option<&'static str> {
-    match scoped_sync::ptx::kernels() {
+/// A build's PTX module, or `None` (with a notice) when this build has none.
+fn ptx_of(build: KernelBuild) -> Option<&'static str> {
+    match build.ptx() {
         Ok(ptx) => Some(ptx),
         Err(missing) => {
             println!("skipped: {missing}");
             None
         }
     }
+}
+
+/// The release module (the probes' expectations are about it).
+fn ptx() -> Option<&'static str> {
+    ptx_of(KernelBuild::Release)
 }
 
 /// Kernel name → body.
@@ -182,34 +189,105 @@ fn every_scoped_atomic_compiles_to_exactly_its_instruction() {
 }
 
 #[test]
-fn the_module_is_self_contained_sm90_ptx() {
-    let Some(ptx) = ptx() else { return };
-    assert!(ptx.contains(".target sm_90"), "targets sm_90");
-    assert!(ptx.contains(".version 8.6"), "PTX ISA 8.6");
-    assert!(!ptx.contains(".extern .func"), "no unresolved functions");
+fn the_modules_are_self_contained_sm90_ptx() {
+    for build in [KernelBuild::Release, KernelBuild::Checked] {
+        let Some(ptx) = ptx_of(build) else { return };
+        assert!(ptx.contains(".target sm_90"), "{build:?}: targets sm_90");
+        assert!(ptx.contains(".version 8.6"), "{build:?}: PTX ISA 8.6");
+        // The checked build prints through `vprintf`, a system call of the driver's
+        // assembler; nothing else may be left unresolved.
+        let unresolved: Vec<&str> = ptx
+            .lines()
+            .filter(|line| line.contains(".extern .func"))
+            .filter(|line| build == KernelBuild::Release || !line.contains("vprintf"))
+            .collect();
+        assert!(
+            unresolved.is_empty(),
+            "{build:?}: unresolved {unresolved:?}"
+        );
+    }
+}
+
+/// The scope-misuse checks and the device messages cost nothing in the release build:
+/// none of their code is in its module, and a kernel that uses a `Block`-scope object
+/// is its atomics alone, while in the checked build the same kernel calls the check.
+#[test]
+fn device_checks_exist_only_in_the_checked_build() {
+    let (Some(release), Some(checked)) =
+        (ptx_of(KernelBuild::Release), ptx_of(KernelBuild::Checked))
+    else {
+        return;
+    };
+    for trace in [
+        "vprintf",
+        "%gridid",
+        "cas.b128",
+        "getctarank",
+        "scope_check",
+    ] {
+        assert!(
+            !release.contains(trace),
+            "the release module contains `{trace}`"
+        );
+        assert!(
+            checked.contains(trace),
+            "the checked module lacks `{trace}`"
+        );
+    }
+    let kernel = "check_block_scope_across_blocks";
+    let release_body = entries(release)[kernel];
+    // Its one call is the broken-precondition path (a count-down past zero traps).
+    let calls: Vec<&str> = release_body
+        .lines()
+        .filter(|line| line.contains("call") && !line.contains("callseq"))
+        .filter(|line| !line.contains("5error8violated"))
+        .collect();
+    assert!(calls.is_empty(), "release {kernel} calls {calls:?}");
+    let atomics = synchronizing_instructions(release_body);
+    assert!(
+        !atomics.is_empty() && atomics.iter().all(|op| op == "atom.release.cta.add.u32"),
+        "release {kernel}: only the count-down's block-scope atomics, found {atomics:?}"
+    );
+    let checked_body = entries(checked)[kernel];
+    assert_eq!(
+        synchronizing_instructions(checked_body),
+        atomics,
+        "checked {kernel}: the same atomics (the check is a call)"
+    );
+    assert!(
+        checked_body
+            .lines()
+            .any(|line| line.contains("call") && line.contains("scope_check")),
+        "checked {kernel} does not call the scope check:\n{checked_body}"
+    );
 }
 
 #[test]
-fn ptxas_accepts_the_module_for_sm90() {
-    let Some(ptx) = ptx() else { return };
+fn ptxas_accepts_the_modules_for_sm90() {
     let Some(ptxas) = std::env::var_os("PTXAS") else {
         println!("skipped: PTXAS is not set (scripts/ptxas.sh installs one)");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("scoped-sync-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let file = dir.join("kernels.ptx");
-    std::fs::write(&file, ptx).expect("write the PTX");
-    let output = std::process::Command::new(&ptxas)
-        .args(["-arch=sm_90", "-o"])
-        .arg(dir.join("kernels.cubin"))
-        .arg(&file)
-        .output()
-        .expect("run ptxas");
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(
-        output.status.success(),
-        "ptxas rejected the PTX:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for build in [KernelBuild::Release, KernelBuild::Checked] {
+        let Some(ptx) = ptx_of(build) else { return };
+        let dir = std::env::temp_dir().join(format!(
+            "scoped-sync-ptxas-{}-{build:?}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let file = dir.join("kernels.ptx");
+        std::fs::write(&file, ptx).expect("write the PTX");
+        let output = std::process::Command::new(&ptxas)
+            .args(["-arch=sm_90", "-o"])
+            .arg(dir.join("kernels.cubin"))
+            .arg(&file)
+            .output()
+            .expect("run ptxas");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(
+            output.status.success(),
+            "ptxas rejected the {build:?} PTX:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }

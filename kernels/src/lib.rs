@@ -10,16 +10,20 @@
 #![allow(improper_gpu_kernel_arg)]
 
 /// A panic on the device (a broken precondition, say) traps: the kernel fails and
-/// the host sees the launch error.
+/// the host sees `CudaError::KernelTrapped`. The checked build (debug assertions on)
+/// prints the panic's message and the thread first.
 #[panic_handler]
-fn panic(_: &core::panic::PanicInfo) -> ! {
-    // SAFETY: `trap` aborts the kernel; it has no operands.
-    unsafe { core::arch::asm!("trap;", options(noreturn)) }
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    if cfg!(debug_assertions) {
+        sync_device::print_panic(info.location());
+    }
+    sync_device::trap()
 }
 
 mod bus;
 mod conformance;
 mod costs;
+mod device_checks;
 mod fair_semaphore;
 mod functional;
 mod litmus;

@@ -26,6 +26,11 @@ sreg!(nctaid_x, "%nctaid.x");
 sreg!(nctaid_y, "%nctaid.y");
 sreg!(nctaid_z, "%nctaid.z");
 sreg!(cluster_ctarank, "%cluster_ctarank");
+sreg!(clusterid_x, "%clusterid.x");
+sreg!(clusterid_y, "%clusterid.y");
+sreg!(clusterid_z, "%clusterid.z");
+sreg!(nclusterid_x, "%nclusterid.x");
+sreg!(nclusterid_y, "%nclusterid.y");
 sreg!(cluster_nctarank, "%cluster_nctarank");
 
 /// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
@@ -41,6 +46,30 @@ pub fn clock64() -> u64 {
 /// (`(0, 1)` when the launch has no clusters). sm_90+.
 pub fn cluster_rank() -> (u32, u32) {
     (cluster_ctarank(), cluster_nctarank())
+}
+
+/// This thread's `(x, y, z)` in its block.
+pub(crate) fn thread_coordinates() -> [u32; 3] {
+    [tid_x(), tid_y(), tid_z()]
+}
+
+/// This block's `(x, y, z)` in the grid.
+pub(crate) fn block_coordinates() -> [u32; 3] {
+    [ctaid_x(), ctaid_y(), ctaid_z()]
+}
+
+/// This cluster's index in the grid (x fastest, then y, then z); 0 without clusters.
+pub(crate) fn cluster_index() -> u32 {
+    (clusterid_z() * nclusterid_y() + clusterid_y()) * nclusterid_x() + clusterid_x()
+}
+
+/// A number that tells this launch from every other of the program's lifetime
+/// (`%gridid`).
+pub(crate) fn launch_id() -> u64 {
+    let id: u64;
+    // SAFETY: reading a special register touches no memory.
+    unsafe { asm!("mov.u64 {v}, %gridid;", v = out(reg64) id, options(nomem, nostack, pure)) };
+    id
 }
 
 /// This thread's index in its block (x fastest, then y, then z).

@@ -7,7 +7,7 @@ use sync_shared::{Backend, Combined, Ordering, Word};
 
 use crate::geometry::global_thread_index;
 use crate::ptx_atomics::PtxScope;
-use crate::warp;
+use crate::{scope_check, warp};
 
 /// The device backend: inline-PTX scoped atomics; waits poll with `nanosleep` and a
 /// capped exponential backoff (a device thread has no operating system to park in, and
@@ -63,16 +63,19 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
 
     #[inline(always)]
     fn load(word: &Word, order: Ordering) -> u32 {
+        scope_check::check::<S>(word.as_ptr());
         // SAFETY: `word` is a live, aligned atomic word.
         unsafe { S::load_u32(word.as_ptr(), order) }
     }
     #[inline(always)]
     fn store(word: &Word, value: u32, order: Ordering) {
+        scope_check::check::<S>(word.as_ptr());
         // SAFETY: as above.
         unsafe { S::store_u32(word.as_ptr(), value, order) }
     }
     #[inline(always)]
     fn swap(word: &Word, value: u32, order: Ordering) -> u32 {
+        scope_check::check::<S>(word.as_ptr());
         // SAFETY: as above.
         unsafe { S::swap_u32(word.as_ptr(), value, order) }
     }
@@ -84,6 +87,7 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u32, u32> {
+        scope_check::check::<S>(word.as_ptr());
         // SAFETY: as above.
         let previous =
             unsafe { S::cas_u32(word.as_ptr(), current, new, cas_order(success, failure)) };
@@ -95,11 +99,13 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     }
     #[inline(always)]
     fn fetch_add(word: &Word, value: u32, order: Ordering) -> u32 {
+        scope_check::check::<S>(word.as_ptr());
         // SAFETY: as above.
         unsafe { S::fetch_add_u32(word.as_ptr(), value, order) }
     }
     #[inline(always)]
     fn fetch_sub(word: &Word, value: u32, order: Ordering) -> u32 {
+        scope_check::check::<S>(word.as_ptr());
         // SAFETY: as above.
         unsafe { S::fetch_sub_u32(word.as_ptr(), value, order) }
     }

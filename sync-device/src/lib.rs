@@ -31,6 +31,8 @@ mod bus_side;
 #[cfg(target_arch = "nvptx64")]
 mod cluster;
 #[cfg(target_arch = "nvptx64")]
+mod device_print;
+#[cfg(target_arch = "nvptx64")]
 mod geometry;
 #[cfg(target_arch = "nvptx64")]
 mod gpu;
@@ -38,6 +40,8 @@ mod gpu;
 mod grid;
 #[cfg(target_arch = "nvptx64")]
 pub mod ptx_atomics;
+#[cfg(target_arch = "nvptx64")]
+mod scope_check;
 #[cfg(target_arch = "nvptx64")]
 mod shared;
 #[cfg(target_arch = "nvptx64")]
@@ -53,6 +57,8 @@ pub use block_barrier::{sync_block, BlockBarrier};
 pub use bus_side::DeviceWait;
 #[cfg(target_arch = "nvptx64")]
 pub use cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
+#[cfg(target_arch = "nvptx64")]
+pub use device_print::{print_panic, trap};
 #[cfg(target_arch = "nvptx64")]
 pub use geometry::{
     block_count, block_index, block_size, clock64, cluster_rank, global_thread_count,

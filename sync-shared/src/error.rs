@@ -85,11 +85,14 @@ impl fmt::Display for UsageError {
 impl core::error::Error for UsageError {}
 
 /// Panics with the error's text: the panicking forms of the operations call this.
-/// On the device, `panic = "abort"` turns it into a trap.
+/// On the device, `panic = "abort"` turns it into a trap; the checked build of the
+/// kernels prints the text first (the device panic handler cannot format it).
 #[cold]
 #[inline(never)]
 #[track_caller]
 pub(crate) fn violated(error: UsageError) -> ! {
+    #[cfg(all(target_arch = "nvptx64", debug_assertions))]
+    crate::vprintf::print_usage_error(&error);
     panic!("{error}")
 }
 

@@ -26,6 +26,9 @@ pub mod scope;
 pub mod semaphore;
 pub mod stop_token;
 mod update;
+#[cfg(target_arch = "nvptx64")]
+#[doc(hidden)]
+pub mod vprintf;
 mod wait;
 
 pub use backend::{Backend, Combined, Word};

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use cudarc::driver::sys;
+
 use crate::ptx::PtxUnavailable;
 
 /// A failed GPU operation. Driver failures carry the CUDA error name.
@@ -21,6 +23,22 @@ pub enum CudaError {
     },
     /// A benchmark's precondition did not hold (e.g. two kernels did not overlap).
     Measurement(&'static str),
+    /// A kernel ended on a `trap`: a broken precondition of a primitive on the device
+    /// (`arrive(0)`, more arrivals than the phase expects, a latch counted down past
+    /// zero, a semaphore released past its maximum) or, with
+    /// [`KernelBuild::Checked`](crate::cuda::KernelBuild::Checked) kernels, a scope
+    /// misuse. The checked kernels print why on the program's standard output first.
+    /// The CUDA context is lost (the error is sticky): later calls on it fail too.
+    ///
+    /// The driver reports a trap as `CUDA_ERROR_LAUNCH_FAILED` (an H100 with driver
+    /// 580) or `CUDA_ERROR_ILLEGAL_INSTRUCTION`; both map here, so another device
+    /// exception reported with one of those codes lands here too.
+    KernelTrapped {
+        /// What we were doing when the driver reported it.
+        operation: &'static str,
+        /// The driver's error.
+        error: cudarc::driver::DriverError,
+    },
     /// A cooperative launch asked for more blocks than can be co-resident, which would
     /// deadlock a grid-wide barrier.
     GridTooLarge {
@@ -35,7 +53,21 @@ impl CudaError {
     pub(crate) fn driver(
         operation: &'static str,
     ) -> impl FnOnce(cudarc::driver::DriverError) -> Self {
-        move |error| Self::Driver { operation, error }
+        move |error| {
+            // What `trap` ends a kernel with: `CUDA_ERROR_LAUNCH_FAILED` on an H100
+            // with driver 580 (measured, tests/gpu_device_checks.rs), illegal
+            // instruction on other GPUs and drivers. The project's kernels trap on
+            // broken preconditions and scope misuse.
+            if matches!(
+                error.0,
+                sys::CUresult::CUDA_ERROR_LAUNCH_FAILED
+                    | sys::CUresult::CUDA_ERROR_ILLEGAL_INSTRUCTION
+            ) {
+                Self::KernelTrapped { operation, error }
+            } else {
+                Self::Driver { operation, error }
+            }
+        }
     }
 }
 
@@ -45,6 +77,10 @@ impl fmt::Display for CudaError {
             Self::NoDriver => f.write_str("no CUDA driver (libcuda) found on this machine"),
             Self::Ptx(missing) => missing.fmt(f),
             Self::Driver { operation, error } => write!(f, "{operation}: {error}"),
+            Self::KernelTrapped { operation, error } => write!(
+                f,
+                "{operation}: a kernel trapped ({error}): a broken precondition on the device, or a scope misuse the checked kernels caught (they print which on standard output); the CUDA context is lost"
+            ),
             Self::Measurement(what) => write!(f, "measurement invalid: {what}"),
             Self::GridTooLarge { requested, max } => write!(
                 f,

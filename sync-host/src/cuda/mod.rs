@@ -25,6 +25,7 @@ use cudarc::driver::{
     LaunchArgs, LaunchConfig, ValidAsZeroBits,
 };
 
+pub use crate::ptx::KernelBuild;
 pub use core_pin::CorePin;
 /// Kernel arguments are pushed with `args.arg(&value)` (cudarc's trait).
 pub use cudarc::driver::{LaunchArgs as KernelArgs, PushKernelArg};
@@ -40,16 +41,24 @@ pub struct Runtime {
     context: Arc<CudaContext>,
     module: Arc<CudaModule>,
     stream: Arc<CudaStream>,
+    build: KernelBuild,
 }
 
 impl Runtime {
-    /// Opens GPU 0 and loads the embedded PTX.
+    /// Opens GPU 0 and loads the embedded PTX of [`KernelBuild::from_environment`]:
+    /// the checked kernels in a debug build of this program, the optimized ones in a
+    /// release build, unless `SCOPED_SYNC_KERNELS` says otherwise.
     pub fn open() -> Result<Self, CudaError> {
+        Self::open_build(KernelBuild::from_environment())
+    }
+
+    /// Opens GPU 0 and loads the given build of the kernels.
+    pub fn open_build(build: KernelBuild) -> Result<Self, CudaError> {
         // SAFETY: only probes whether the driver library can be loaded.
         if !unsafe { sys::is_culib_present() } {
             return Err(CudaError::NoDriver);
         }
-        let ptx = crate::ptx::kernels()?;
+        let ptx = build.ptx()?;
         let context =
             CudaContext::new(0).map_err(CudaError::driver("create a context on GPU 0"))?;
         let module = context
@@ -60,7 +69,13 @@ impl Runtime {
             context,
             module,
             stream,
+            build,
         })
+    }
+
+    /// The build of the kernels this runtime loaded.
+    pub fn kernel_build(&self) -> KernelBuild {
+        self.build
     }
 
     /// The GPU's name.

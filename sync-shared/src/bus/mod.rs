@@ -200,5 +200,7 @@ pub const BUS_COUNT_MAX: u64 = EXCLUSIVE - 1;
 #[inline(never)]
 #[track_caller]
 pub(crate) fn misuse(operation: &'static str, what: &'static str) -> ! {
+    #[cfg(all(target_arch = "nvptx64", debug_assertions))]
+    crate::vprintf::print_misuse(operation, what);
     panic!("{operation}: {what}")
 }

@@ -1,0 +1,62 @@
+//! What the checked build of the kernels prints before it traps (through
+//! `sync_shared::vprintf`, which says why nothing here uses `core::fmt`), and the trap.
+
+use core::panic::Location;
+
+use sync_shared::vprintf::{print, CString};
+
+use crate::geometry::{block_coordinates, thread_coordinates};
+
+/// A thread's place in the launch, as the messages print it: `(x, y, z)` in its block
+/// and its block's `(x, y, z)` in the grid (six `%u`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct Whereabouts {
+    thread: [u32; 3],
+    block: [u32; 3],
+}
+
+impl Whereabouts {
+    /// The calling thread's.
+    pub(crate) fn here() -> Self {
+        Self {
+            thread: thread_coordinates(),
+            block: block_coordinates(),
+        }
+    }
+}
+
+/// Prints where a device panic was raised and by which thread. A broken precondition
+/// has printed its own message just before (`sync_shared::UsageError`); the kernels'
+/// panic handler calls this in the checked build, then traps.
+///
+/// It takes the location alone: the panic's message is a `core::fmt::Arguments`, and
+/// touching it would keep the formatting code in the module (see `sync_shared::vprintf`).
+pub fn print_panic(location: Option<&Location<'_>>) {
+    let (file, line) = match location {
+        Some(location) => (location.file(), location.line()),
+        None => ("an unknown place", 0),
+    };
+    let file = CString::new(file);
+    #[repr(C)]
+    struct Arguments {
+        whereabouts: Whereabouts,
+        file: *const u8,
+        line: u32,
+    }
+    print(
+        b"scoped-sync: kernel panic in thread (%u, %u, %u) of block (%u, %u, %u) at %s:%u\n\0",
+        &Arguments {
+            whereabouts: Whereabouts::here(),
+            file: file.as_ptr(),
+            line,
+        },
+    );
+}
+
+/// Ends the kernel: the host sees `CUDA_ERROR_ILLEGAL_INSTRUCTION`
+/// (`sync_host::cuda::CudaError::KernelTrapped`).
+pub fn trap() -> ! {
+    // SAFETY: `trap` aborts the kernel; it has no operands.
+    unsafe { core::arch::asm!("trap;", options(noreturn)) }
+}

@@ -1,0 +1,352 @@
+//! The device's bad-input matrix and scope-misuse detection, in both builds of the
+//! kernels (`KernelBuild`):
+//!
+//! - every broken precondition on the device (`arrive(0)`, over-arrival, a barrier
+//!   created above its maximum, a latch counted down past zero, a semaphore released
+//!   past its maximum) ends the kernel with a trap in both builds, and the host sees
+//!   `CudaError::KernelTrapped`; the checked build prints the error's text and the
+//!   thread first;
+//! - a `Block`-scope object used by two blocks, a `Cluster`-scope one used by two
+//!   clusters, and a `Block`-scope object in another block's shared memory trap in the
+//!   checked build with a message naming the scope and the offending thread, and run
+//!   through unchecked in the release build (whose PTX has no check:
+//!   `tests/ptx_codegen.rs`);
+//! - the legal uses beside them never trap, in either build, including one object
+//!   used by a different block in each of two launches.
+//!
+//! A trap poisons the CUDA context for the rest of the process, so every case runs in
+//! a child process: this binary (no libtest harness) runs itself again with the case
+//! and the build in `CHILD`, and checks what the child reports and prints. Without a
+//! CUDA driver it prints "skipped: no CUDA driver".
+
+use std::io::Write;
+use std::process::{Command, ExitCode};
+
+use scoped_sync::cuda::{CudaError, KernelBuild, KernelParams, LaunchOptions, Runtime};
+use scoped_sync::{Barrier, CountingSemaphore, Latch};
+
+/// The variable that tells a child which case to run: `<case>:<build>`.
+const CHILD: &str = "SCOPED_SYNC_DEVICE_CHECK_CHILD";
+
+/// What a case must do.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Expect {
+    /// Trap in both builds; the checked build prints these.
+    TrapsAlways(&'static [&'static str]),
+    /// Trap with these printed in the checked build; run through in the release build.
+    TrapsWhenChecked(&'static [&'static str]),
+    /// Never trap.
+    Runs,
+}
+
+struct Case {
+    name: &'static str,
+    run: fn(&Runtime) -> Result<(), CudaError>,
+    expect: Expect,
+}
+
+const CASES: &[Case] = &[
+    Case {
+        name: "barrier arrive(0)",
+        run: barrier_arrive_zero,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Barrier::arrive: n = 0, but an arrival must count at least 1",
+            "kernel panic in thread (0, 0, 0) of block (0, 0, 0) at src/device_checks.rs:",
+        ]),
+    },
+    Case {
+        name: "barrier over-arrival",
+        run: barrier_over_arrive,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Barrier::arrive: n = 3 exceeds the 2 arrival(s) the current phase still expects",
+        ]),
+    },
+    Case {
+        name: "barrier created above max()",
+        run: barrier_new_above_max,
+        // `new` is a `const fn`: its panic cannot print its own text on the device
+        // (that needs a runtime call), so only where and who.
+        expect: Expect::TrapsAlways(&[
+            "kernel panic in thread (0, 0, 0) of block (0, 0, 0) at src/device_checks.rs:",
+        ]),
+    },
+    Case {
+        name: "latch counted down past zero",
+        run: latch_count_down_past_zero,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Latch::count_down: n = 2 exceeds the counter (1)",
+            "at sync-shared/src/latch.rs:",
+        ]),
+    },
+    Case {
+        name: "semaphore released past max()",
+        run: semaphore_release_past_max,
+        expect: Expect::TrapsAlways(&[
+            "releasing n = 1 onto a counter of 4 exceeds max() = 4",
+        ]),
+    },
+    Case {
+        name: "Block scope across blocks",
+        run: block_scope_across_blocks,
+        expect: Expect::TrapsWhenChecked(&[
+            "scoped-sync: scope misuse: thread (0, 0, 0) of block (",
+            "used a Block-scope object at 0x",
+            "of this launch used first",
+        ]),
+    },
+    Case {
+        name: "Cluster scope across clusters",
+        run: cluster_scope_across_clusters,
+        expect: Expect::TrapsWhenChecked(&[
+            "scoped-sync: scope misuse: thread (0, 0, 0) of block (",
+            "used a Cluster-scope object at 0x",
+        ]),
+    },
+    Case {
+        name: "Block scope in another block's shared memory",
+        run: block_scope_in_other_blocks_shared,
+        expect: Expect::TrapsWhenChecked(&[
+            "scoped-sync: scope misuse: thread (0, 0, 0) of block (1, 0, 0) (rank 1 in its cluster) used a Block-scope object at 0x",
+            "in the shared memory of block rank 0 of its cluster",
+        ]),
+    },
+    Case {
+        name: "Block scope, each block its own object",
+        run: block_scope_own_objects,
+        expect: Expect::Runs,
+    },
+    Case {
+        name: "Cluster scope, each cluster its own object",
+        run: cluster_scope_own_objects,
+        expect: Expect::Runs,
+    },
+    Case {
+        name: "Block scope, one block per launch, a different one each launch",
+        run: block_scope_one_block_per_launch,
+        expect: Expect::Runs,
+    },
+];
+
+fn launch(
+    gpu: &Runtime,
+    kernel: &str,
+    grid: u32,
+    block: u32,
+    cluster: Option<u32>,
+    params: KernelParams,
+) -> Result<(), CudaError> {
+    let kernel = gpu.kernel(kernel)?;
+    let stream = gpu.default_stream();
+    let options = LaunchOptions {
+        cluster,
+        ..LaunchOptions::default()
+    };
+    // SAFETY: each caller passes the parameters its kernel takes
+    // (kernels/src/device_checks.rs), pointing at memory alive until the synchronize.
+    unsafe { kernel.launch_ex(&stream, grid, block, options, params) }?;
+    stream.synchronize()
+}
+
+fn barrier_arrive_zero(gpu: &Runtime) -> Result<(), CudaError> {
+    let barrier = gpu.upload_object(&Barrier::new(2))?;
+    let params = KernelParams::default().pointer(gpu.address(&barrier));
+    launch(gpu, "check_barrier_arrive_zero", 1, 1, None, params)
+}
+
+fn barrier_over_arrive(gpu: &Runtime) -> Result<(), CudaError> {
+    let barrier = gpu.upload_object(&Barrier::new(2))?;
+    let params = KernelParams::default().pointer(gpu.address(&barrier));
+    launch(gpu, "check_barrier_over_arrive", 1, 1, None, params)
+}
+
+fn barrier_new_above_max(gpu: &Runtime) -> Result<(), CudaError> {
+    let out = gpu.zeros::<u32>(1)?;
+    let params = KernelParams::default().pointer(gpu.address(&out));
+    launch(gpu, "check_barrier_new_above_max", 1, 1, None, params)
+}
+
+fn latch_count_down_past_zero(gpu: &Runtime) -> Result<(), CudaError> {
+    let latch = gpu.upload_object(&Latch::new(1))?;
+    let params = KernelParams::default().pointer(gpu.address(&latch));
+    launch(gpu, "check_latch_count_down_past_zero", 1, 1, None, params)
+}
+
+fn semaphore_release_past_max(gpu: &Runtime) -> Result<(), CudaError> {
+    let semaphore = gpu.upload_object(&CountingSemaphore::<4>::new(4))?;
+    let params = KernelParams::default().pointer(gpu.address(&semaphore));
+    launch(gpu, "check_semaphore_release_past_max", 1, 1, None, params)
+}
+
+fn block_scope_across_blocks(gpu: &Runtime) -> Result<(), CudaError> {
+    // The bytes of a latch do not depend on its scope, so a host latch stands in for
+    // the kernel's `Latch<Block>`.
+    let latch = gpu.upload_object(&Latch::new(2))?;
+    let params = KernelParams::default().pointer(gpu.address(&latch));
+    launch(gpu, "check_block_scope_across_blocks", 2, 32, None, params)
+}
+
+fn cluster_scope_across_clusters(gpu: &Runtime) -> Result<(), CudaError> {
+    let latch = gpu.upload_object(&Latch::new(4))?;
+    let params = KernelParams::default().pointer(gpu.address(&latch));
+    launch(
+        gpu,
+        "check_cluster_scope_across_clusters",
+        4,
+        32,
+        Some(2),
+        params,
+    )
+}
+
+fn block_scope_in_other_blocks_shared(gpu: &Runtime) -> Result<(), CudaError> {
+    let out = gpu.zeros::<u32>(1)?;
+    let params = KernelParams::default().pointer(gpu.address(&out));
+    launch(
+        gpu,
+        "check_block_scope_in_other_blocks_shared",
+        2,
+        32,
+        Some(2),
+        params,
+    )
+}
+
+fn block_scope_own_objects(gpu: &Runtime) -> Result<(), CudaError> {
+    let latches = gpu.upload_object(&[
+        Latch::new(64),
+        Latch::new(64),
+        Latch::new(64),
+        Latch::new(64),
+    ])?;
+    let params = KernelParams::default().pointer(gpu.address(&latches));
+    launch(gpu, "check_block_scope_own_objects", 4, 64, None, params)
+}
+
+fn cluster_scope_own_objects(gpu: &Runtime) -> Result<(), CudaError> {
+    let latches = gpu.upload_object(&[Latch::new(128), Latch::new(128)])?;
+    let params = KernelParams::default().pointer(gpu.address(&latches));
+    launch(
+        gpu,
+        "check_cluster_scope_own_objects",
+        4,
+        64,
+        Some(2),
+        params,
+    )
+}
+
+fn block_scope_one_block_per_launch(gpu: &Runtime) -> Result<(), CudaError> {
+    let latch = gpu.upload_object(&Latch::new(64))?;
+    for user in [0, 1] {
+        let params = KernelParams::default()
+            .pointer(gpu.address(&latch))
+            .u32(user);
+        launch(gpu, "check_block_scope_one_block", 2, 32, None, params)?;
+    }
+    Ok(())
+}
+
+fn build_name(build: KernelBuild) -> &'static str {
+    match build {
+        KernelBuild::Release => "release",
+        KernelBuild::Checked => "checked",
+    }
+}
+
+/// In the child: runs one case and reports how it ended on stdout.
+fn child(spec: &str) -> ExitCode {
+    let (name, build) = spec.rsplit_once(':').expect("<case>:<build>");
+    let build = if build == "checked" {
+        KernelBuild::Checked
+    } else {
+        KernelBuild::Release
+    };
+    let case = CASES.iter().find(|case| case.name == name).expect("a case");
+    let gpu = Runtime::open_build(build).expect("open the GPU");
+    let outcome = (case.run)(&gpu);
+    let mut out = std::io::stdout();
+    match outcome {
+        Ok(()) => writeln!(out, "outcome: ran"),
+        Err(error @ CudaError::KernelTrapped { .. }) => {
+            writeln!(out, "outcome: trapped\nerror: {error}")
+        }
+        Err(other) => writeln!(out, "outcome: failed\nerror: {other}"),
+    }
+    .expect("write to stdout");
+    ExitCode::SUCCESS
+}
+
+/// In the parent: runs `case` in a child with `build`; `Err` says what went wrong.
+fn check(case: &Case, build: KernelBuild) -> Result<(), String> {
+    let output = Command::new(std::env::current_exe().expect("this test's path"))
+        .env(CHILD, format!("{}:{}", case.name, build_name(build)))
+        .output()
+        .map_err(|error| format!("cannot run the child: {error}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let (trap, printed): (bool, &[&str]) = match (case.expect, build) {
+        (Expect::TrapsAlways(printed), KernelBuild::Checked) => (true, printed),
+        (Expect::TrapsAlways(_), KernelBuild::Release) => (true, &[]),
+        (Expect::TrapsWhenChecked(printed), KernelBuild::Checked) => (true, printed),
+        (Expect::TrapsWhenChecked(_), KernelBuild::Release) | (Expect::Runs, _) => (false, &[]),
+    };
+    let wanted = if trap {
+        "outcome: trapped"
+    } else {
+        "outcome: ran"
+    };
+    if !output.status.success() || !text.contains(wanted) {
+        return Err(format!("expected `{wanted}`; the child said:\n{text}"));
+    }
+    if let Some(missing) = printed.iter().find(|line| !text.contains(*line)) {
+        return Err(format!(
+            "expected the device to print `{missing}`; the child said:\n{text}"
+        ));
+    }
+    if build == KernelBuild::Release && text.contains("scoped-sync:") {
+        return Err(format!("the release kernels printed:\n{text}"));
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    if let Ok(spec) = std::env::var(CHILD) {
+        return child(&spec);
+    }
+    let mut err = std::io::stderr();
+    match Runtime::open() {
+        Err(CudaError::NoDriver) => {
+            let _ = writeln!(err, "skipped: no CUDA driver");
+            return ExitCode::SUCCESS;
+        }
+        Err(other) => panic!("cannot open the GPU: {other}"),
+        // The children open their own contexts.
+        Ok(gpu) => drop(gpu),
+    }
+    let mut failures = 0;
+    let mut passed = 0;
+    for case in CASES {
+        for build in [KernelBuild::Release, KernelBuild::Checked] {
+            let label = format!("{} ({} kernels)", case.name, build_name(build));
+            match check(case, build) {
+                Ok(()) => {
+                    passed += 1;
+                    let _ = writeln!(err, "ok: {label}");
+                }
+                Err(why) => {
+                    failures += 1;
+                    let _ = writeln!(err, "FAILED: {label}: {why}");
+                }
+            }
+        }
+    }
+    let _ = writeln!(err, "device checks: {passed} passed, {failures} failed");
+    if failures == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
