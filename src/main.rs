@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use report::cli::{self, Command, Options};
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{bus, domains, gpu, gpu_primitives, host, litmus, output};
+use report::{bus, domains, gpu, gpu_primitives, host, litmus, litmus_host, output};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -39,7 +39,8 @@ fn main() -> ExitCode {
     }
 }
 
-/// `--litmus`: fails if there is no GPU or a forbidden outcome showed.
+/// `--litmus`: the GPU cases, then the host↔GPU ones; fails if there is no GPU or a
+/// forbidden outcome showed.
 fn run_litmus(instances: u64) -> ExitCode {
     let (gpu_line, runtime) = gpu::open();
     println!("{gpu_line}");
@@ -47,7 +48,13 @@ fn run_litmus(instances: u64) -> ExitCode {
         eprintln!("scoped-sync: the litmus suite needs a GPU");
         return ExitCode::FAILURE;
     };
-    match litmus::run(&runtime, instances, &mut io::stdout().lock()) {
+    let mut out = io::stdout().lock();
+    let holds = litmus::run(&runtime, instances, &mut out).and_then(|gpu_holds| {
+        writeln!(out)?;
+        let host_holds = litmus_host::run(&runtime, instances, &mut out)?;
+        Ok(gpu_holds && host_holds)
+    });
+    match holds {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {
             eprintln!("scoped-sync: a forbidden outcome showed (VIOLATED rows)");

@@ -27,6 +27,7 @@ mod device_checks;
 mod fair_semaphore;
 mod functional;
 mod litmus;
+mod litmus_host;
 mod primitive_costs;
 
 /// One kernel per scope × operation × width × ordering.

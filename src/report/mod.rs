@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod gpu_primitives;
 pub mod host;
 pub mod litmus;
+pub mod litmus_host;
 pub mod machine;
 pub mod measure;
 pub mod output;

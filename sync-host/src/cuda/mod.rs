@@ -12,6 +12,7 @@ mod grid;
 mod host_wait;
 mod launch_ex;
 pub mod litmus;
+pub mod litmus_host;
 mod mapped;
 mod placement;
 mod polled;
