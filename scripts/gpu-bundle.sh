@@ -5,7 +5,9 @@
 #
 #   bash scripts/gpu-bundle.sh [DIR]      # default DIR: bundle/
 #   # copy DIR to the GPU host, then there:
-#   bash DIR/run.sh                       # the GPU tests
+#   bash DIR/run.sh                       # the GPU tests and the example below
+#   bash DIR/checked.sh                   # the GPU tests on the checked kernels
+#   bash DIR/sanitize.sh [TOOL...]        # the GPU tests under compute-sanitizer
 #   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc;
 #                                         # the same-address table also needs cupy)
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
@@ -13,8 +15,11 @@
 #   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
 #                                         # the file)
 #
-# The runner runs every test twice: as is, and serialized under
-# CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1.
+# The runner runs every test, and the persistent-kernel example, twice: as is, and
+# serialized under CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 (the check of
+# forward progress that the CUDA execution model suggests: a launch there returns only
+# when its kernel ends, so a kernel that the host feeds must be launched from another
+# thread, as `sync_host::cuda::beside::launch_beside` does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-bundle}"
@@ -65,14 +70,64 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in ./run.sh | ./compare.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | *.cu | *.py | *.ptx) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | *.cu | *.py | *.ptx) continue ;; esac
     [[ -x "$test" ]] || continue
     echo "== $test"
     "$test" --test-threads=1 || status=1
     echo "== $test (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
     CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 "$test" --test-threads=1 || status=1
 done
+# The host-fed persistent kernel and the round trips, with fewer items than its default.
+echo "== ./persistent_kernel 20000"
+./persistent_kernel 20000 || status=1
+echo "== ./persistent_kernel 20000 (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
+CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 ./persistent_kernel 20000 || status=1
 exit $status
 RUN
 chmod +x "$out/run.sh"
+
+cat > "$out/checked.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs the bundled GPU tests on the checked build of the kernels (debug assertions:
+# scope-misuse traps, printed precondition messages): a legal program must not trap.
+set -uo pipefail
+cd "$(dirname "$0")"
+status=0
+for test in ./gpu*; do
+    [[ -x "$test" ]] || continue
+    echo "== $test (SCOPED_SYNC_KERNELS=checked)"
+    SCOPED_SYNC_KERNELS=checked "$test" --test-threads=1 || status=1
+done
+exit $status
+RUN
+chmod +x "$out/checked.sh"
+
+cat > "$out/sanitize.sh" <<'RUN'
+#!/usr/bin/env bash
+# Runs the bundled GPU tests under compute-sanitizer: each TOOL given (default: all
+# four) over every test executable, failing on any error the tool reports. The litmus
+# tests run fewer instances (SCOPED_SYNC_LITMUS_INSTANCES), as a sanitizer slows
+# kernels a hundredfold. Not run: gpu_fault and gpu_device_checks, whose kernels trap
+# on purpose (a sanitizer reports the trap, rightly).
+set -uo pipefail
+cd "$(dirname "$0")"
+tools=("$@")
+[[ ${#tools[@]} -gt 0 ]] || tools=(memcheck racecheck synccheck initcheck)
+export SCOPED_SYNC_LITMUS_INSTANCES="${SCOPED_SYNC_LITMUS_INSTANCES:-100000}"
+status=0
+for tool in "${tools[@]}"; do
+    for test in ./gpu*; do
+        case "$test" in ./gpu_fault | ./gpu_device_checks) continue ;; esac
+        [[ -x "$test" ]] || continue
+        echo "== compute-sanitizer --tool $tool $test"
+        compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+            "$test" --test-threads=1 2>&1 | tail -n 25
+        code=${PIPESTATUS[0]}
+        echo "== exit $code"
+        [[ $code -eq 0 ]] || status=1
+    done
+done
+exit $status
+RUN
+chmod +x "$out/sanitize.sh"
 ls -la "$out"
