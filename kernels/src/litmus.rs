@@ -125,8 +125,9 @@ struct Assignment {
     role: u32,
 }
 
-/// A 32-bit mix (the "lowbias32" finalizer): randomness from `(seed, round, salt)`.
-fn mix(mut x: u32) -> u32 {
+/// A 32-bit mix (the "lowbias32" finalizer): randomness from `(seed, round, salt)`
+/// (also the host-GPU harness's).
+pub(crate) fn mix(mut x: u32) -> u32 {
     x ^= x >> 16;
     x = x.wrapping_mul(0x7feb_352d);
     x ^= x >> 15;

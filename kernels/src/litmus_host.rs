@@ -68,6 +68,8 @@ use sync_device::{
 };
 use sync_shared::{Backend, Device, Ordering, System};
 
+use crate::litmus::mix;
+
 /// Words per line: 128 bytes, the GPU's cache line (two of the host's).
 const LINE_WORDS: usize = 32;
 /// Locations per instance.
@@ -83,15 +85,6 @@ const PATIENCE: Duration = Duration::from_secs(10);
 
 fn now() -> GlobalTime {
     <Gpu as Backend<System>>::now()
-}
-
-/// A 32-bit mix (the "lowbias32" finalizer): randomness from `(seed, batch, warp)`.
-fn mix(mut x: u32) -> u32 {
-    x ^= x >> 16;
-    x = x.wrapping_mul(0x7feb_352d);
-    x ^= x >> 15;
-    x = x.wrapping_mul(0x846c_a68b);
-    x ^ (x >> 16)
 }
 
 /// The locations and result registers of one instance.

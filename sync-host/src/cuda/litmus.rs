@@ -593,15 +593,8 @@ impl Outcomes {
 
     /// The outcomes that showed, most frequent first, as the table prints them.
     pub fn seen(&self) -> Vec<(String, u64)> {
-        let mut seen: Vec<(usize, u64)> = self
-            .histogram
-            .iter()
-            .enumerate()
-            .filter(|&(_, &count)| count > 0)
-            .map(|(outcome, &count)| (outcome, count))
-            .collect();
-        seen.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
-        seen.into_iter()
+        by_frequency(&self.histogram)
+            .into_iter()
             .map(|(outcome, count)| ((self.case.shape.show)(outcome), count))
             .collect()
     }
@@ -772,6 +765,18 @@ pub fn run_with(
         histogram,
         cooperative,
     })
+}
+
+/// The outcomes of `histogram` that showed, with their counts, most frequent first.
+pub(super) fn by_frequency(histogram: &[u64]) -> Vec<(usize, u64)> {
+    let mut seen: Vec<(usize, u64)> = histogram
+        .iter()
+        .enumerate()
+        .filter(|&(_, &count)| count > 0)
+        .map(|(outcome, &count)| (outcome, count))
+        .collect();
+    seen.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+    seen
 }
 
 #[cfg(test)]

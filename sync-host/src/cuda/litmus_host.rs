@@ -218,14 +218,7 @@ impl HostOutcomes {
     /// The outcomes that showed, most frequent first, as the table prints them
     /// (`r0=1 r1=0`: `r0` new, `r1` old; `?`: impossible).
     pub fn seen(&self) -> Vec<(String, u64)> {
-        let mut seen: Vec<(usize, u64)> = self
-            .histogram
-            .iter()
-            .enumerate()
-            .filter(|&(_, &count)| count > 0)
-            .map(|(outcome, &count)| (outcome, count))
-            .collect();
-        seen.sort_by_key(|&(_, count)| std::cmp::Reverse(count));
+        let seen = super::litmus::by_frequency(&self.histogram);
         let show = |register: usize| match register {
             OLD => "0",
             NEW => "1",
