@@ -10,15 +10,16 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use scoped_sync::cuda::bus_demo::{self, Paths, RoundTrips};
-use scoped_sync::cuda::primitive_costs::WORKLOADS;
-use scoped_sync::cuda::{CorePin, CudaError, PushKernelArg, Runtime};
+use harness::bus_demo::{self, Paths, RoundTrips};
+use harness::primitive_costs::WORKLOADS;
+use harness::Gpu;
+use scoped_sync::cuda::{CorePin, CudaError, PushKernelArg};
 
 /// Longest chain one launch runs; criterion's iteration counts are split into launches.
 const MAX_CHAIN: u64 = 1 << 20;
 
-fn runtime() -> Option<Runtime> {
-    match Runtime::open() {
+fn runtime() -> Option<Gpu> {
+    match Gpu::open() {
         Ok(runtime) => Some(runtime),
         Err(CudaError::NoDriver) => {
             eprintln!("skipped: no CUDA driver");
@@ -30,7 +31,7 @@ fn runtime() -> Option<Runtime> {
 
 /// The time of `iterations` chained operations of `kernel` (a cost kernel), from the
 /// kernel's own cycle count.
-fn chained(gpu: &Runtime, kernel: &str, iterations: u64) -> Duration {
+fn chained(gpu: &Gpu, kernel: &str, iterations: u64) -> Duration {
     let kernel = gpu.kernel(kernel).expect("cost kernel");
     let clock_hz = f64::from(gpu.clock_mhz().expect("clock")) * 1e6;
     let words = gpu.zeros::<u32>(2).expect("words");
@@ -58,7 +59,7 @@ fn chained(gpu: &Runtime, kernel: &str, iterations: u64) -> Duration {
     Duration::from_secs_f64(total)
 }
 
-fn kernel_is_chain(kernel: &scoped_sync::cuda::Kernel<'_>) -> bool {
+fn kernel_is_chain(kernel: &scoped_sync::cuda::Kernel) -> bool {
     kernel.name().contains("chain")
 }
 

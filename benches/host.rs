@@ -17,11 +17,11 @@ use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
 use scoped_sync::{Barrier, CountingSemaphore, FairSemaphore, Host, Latch, System};
 
-#[path = "../src/report/atomics.rs"]
+#[path = "../report/src/report/atomics.rs"]
 mod atomics;
-#[path = "../src/report/peers.rs"]
+#[path = "../report/src/report/peers.rs"]
 mod peers;
-#[path = "../src/report/workloads.rs"]
+#[path = "../report/src/report/workloads.rs"]
 mod workloads;
 
 use peers::{MutexCondvarLatch, MutexCondvarSemaphore};

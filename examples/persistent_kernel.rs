@@ -13,15 +13,16 @@
 
 use std::process::ExitCode;
 
-use scoped_sync::cuda::bus_demo::{self, Paths, RoundTrips};
-use scoped_sync::cuda::{CorePin, CudaError, Runtime};
+use harness::bus_demo::{self, Paths, RoundTrips};
+use harness::Gpu;
+use scoped_sync::cuda::{CorePin, CudaError};
 
 fn main() -> ExitCode {
     let items = std::env::args()
         .nth(1)
         .and_then(|arg| arg.parse().ok())
         .unwrap_or(100_000_u64);
-    let runtime = match Runtime::open() {
+    let runtime = match Gpu::open() {
         Ok(runtime) => runtime,
         Err(CudaError::NoDriver) => {
             eprintln!("skipped: no CUDA driver");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a self-contained bundle of the GPU suite for a GPU host that has no Rust
-# toolchain: the GPU test executables and the report binary (the PTX is embedded in
-# them), a runner, and the CUDA C++ anchor with its comparison script.
+# toolchain: the GPU test executables and the report binary (the project's kernels,
+# built with sync-build, are embedded in them), the user-kernels example (its own
+# kernels embedded), a runner, and the CUDA C++ anchor with its comparison script.
 #
 #   bash scripts/gpu-bundle.sh [DIR]      # default DIR: bundle/
 #   # copy DIR to the GPU host, then there:
@@ -12,6 +13,9 @@
 #                                         # the same-address table also needs cupy)
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
 #   DIR/persistent_kernel                 # the host-fed persistent kernel example
+#   DIR/user-kernels-example [PART]       # the user's-workspace example (jacobi, cluster,
+#                                         # worker, all; `bench DIR/kernels.ptx` compares
+#                                         # its grid barrier with the project's)
 #   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
 #                                         # the file)
 #
@@ -24,7 +28,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-bundle}"
 
-export PTX_REQUIRED=1
+export SYNC_BUILD_REQUIRED=1
 rm -rf "$out"
 mkdir -p "$out"
 cargo test --release --locked --no-run --test 'gpu*' --message-format=json 2>/dev/null \
@@ -50,15 +54,19 @@ for line in sys.stdin:
     cp "$executable" "$out/bench-gpu"
     strip "$out/bench-gpu"
 done
-cargo build --release --locked --bin scoped-sync --example persistent_kernel
+cargo build --release --locked -p scoped-sync-report --bin scoped-sync
+cargo build --release --locked -p scoped-sync --example persistent_kernel
+cargo build --release --locked -p user-kernels-example
 cp target/release/scoped-sync "$out/scoped-sync"
 cp target/release/examples/persistent_kernel "$out/persistent_kernel"
-strip "$out/scoped-sync" "$out/persistent_kernel"
+cp target/release/user-kernels-example "$out/user-kernels-example"
+strip "$out/scoped-sync" "$out/persistent_kernel" "$out/user-kernels-example"
 cp scripts/gpu-compare.sh "$out/compare.sh"
 cp scripts/gpu-placement.py "$out/placement.py"
 cp scripts/gpu-mapped-line.cu "$out/mapped-line.cu"
-# The PTX the binaries embed, for placement.py (which loads it beside the anchor's).
-cp "$(ls -t target/release/build/sync-host-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
+# The PTX the binaries embed, for placement.py (which loads it beside the anchor's) and
+# for the example's `bench` (which loads it beside its own module).
+cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
 anchors="$(git rev-parse --show-toplevel)/../shared/anchors"
 cp "$anchors/gpu_baselines.cu" "$out/" 2>/dev/null \
     || echo "gpu-bundle: $anchors/gpu_baselines.cu not found; compare.sh will not run" >&2
@@ -70,7 +78,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | *.cu | *.py | *.ptx) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | ./user-kernels-example | *.cu | *.py | *.ptx) continue ;; esac
     [[ -x "$test" ]] || continue
     echo "== $test"
     "$test" --test-threads=1 || status=1
@@ -82,6 +90,11 @@ echo "== ./persistent_kernel 20000"
 ./persistent_kernel 20000 || status=1
 echo "== ./persistent_kernel 20000 (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
 CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 ./persistent_kernel 20000 || status=1
+# The user's-workspace example: its own kernels, loaded as any user's.
+echo "== ./user-kernels-example"
+./user-kernels-example || status=1
+echo "== ./user-kernels-example (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
+CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 ./user-kernels-example || status=1
 exit $status
 RUN
 chmod +x "$out/run.sh"
@@ -98,6 +111,8 @@ for test in ./gpu*; do
     echo "== $test (SCOPED_SYNC_KERNELS=checked)"
     SCOPED_SYNC_KERNELS=checked "$test" --test-threads=1 || status=1
 done
+echo "== ./user-kernels-example (SCOPED_SYNC_KERNELS=checked)"
+SCOPED_SYNC_KERNELS=checked ./user-kernels-example || status=1
 exit $status
 RUN
 chmod +x "$out/checked.sh"

@@ -17,18 +17,22 @@ step "ptxas (PyPI nvidia-cuda-nvcc-cu12) for assembling the PTX without a GPU"
 PTXAS="$(bash scripts/ptxas.sh)"
 export PTXAS
 # A missing PTX is a failure here, not a silently skipped GPU section.
-export PTX_REQUIRED=1
+export SYNC_BUILD_REQUIRED=1
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path kernels/Cargo.toml -- --check
+cargo fmt --manifest-path examples/user-kernels/kernels/Cargo.toml -- --check
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p sync-host --tests --locked -- -D warnings
 
-step "host tests (release)"
+step "host tests (release; builds the kernels and the example's kernels with sync-build)"
 cargo test --workspace --release --locked
+
+step "a host-only user program: stable only, no nested nvptx build, no PTX"
+bash scripts/host-only-check.sh
 
 step "loom models"
 bash scripts/loom.sh

@@ -6,12 +6,13 @@
 
 mod common;
 
+use harness::Gpu;
 use scoped_sync::cuda::{
-    CudaError, KernelParams, LaunchOptions, MemSyncDomain, PushKernelArg, Runtime,
+    CudaError, Dim3, KernelParams, LaunchOptions, MemSyncDomain, PushKernelArg,
 };
 use scoped_sync::{Barrier, Latch};
 
-fn runtime() -> Option<Runtime> {
+fn runtime() -> Option<Gpu> {
     common::gpu_runtime()
 }
 
@@ -119,7 +120,7 @@ fn cluster_launch_groups_blocks_in_pairs() {
     let blocks = 8_u32;
     let out = gpu.zeros::<u32>(2 * blocks as usize).unwrap();
     let options = LaunchOptions {
-        cluster: Some(2),
+        cluster: Some(Dim3::x(2)),
         ..LaunchOptions::default()
     };
     let stream = gpu.default_stream();

@@ -16,11 +16,11 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::hang_guard;
+use harness::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
+use harness::Gpu;
 use scoped_sync::cuda::beside::{launch_beside, Beside};
-use scoped_sync::cuda::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use scoped_sync::cuda::{
-    HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError, Runtime,
-    Stream,
+    HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError, Stream,
 };
 use scoped_sync::{
     Barrier, BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost,
@@ -30,7 +30,7 @@ use scoped_sync::{
 /// Every host wait of these tests gives up after this (a failure, not a hang).
 const PATIENCE: Duration = Duration::from_secs(20);
 
-fn runtime() -> Option<Runtime> {
+fn runtime() -> Option<Gpu> {
     common::gpu_runtime()
 }
 
@@ -46,14 +46,7 @@ fn wait<'a>(running: &Beside<'a>) -> HostWait<'a> {
 
 /// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads), for
 /// a kernel that no host thread feeds.
-fn launch(
-    gpu: &Runtime,
-    stream: &Stream,
-    kernel: &str,
-    grid: u32,
-    block: u32,
-    params: KernelParams,
-) {
+fn launch(gpu: &Gpu, stream: &Stream, kernel: &str, grid: u32, block: u32, params: KernelParams) {
     let kernel = gpu.kernel(kernel).unwrap();
     // SAFETY: each caller passes the kernel's parameters in order, pointing at objects
     // that outlive the kernel (the caller synchronizes the stream before they drop).
@@ -69,7 +62,7 @@ fn launch(
 /// launches block, when the kernel ends (the kernels these tests feed give up waiting
 /// for the host after 10 s).
 fn beside<R>(
-    gpu: &Runtime,
+    gpu: &Gpu,
     stream: &Stream,
     (kernel, grid, block): (&str, u32, u32),
     params: KernelParams,
@@ -261,7 +254,7 @@ fn host_waits_end_when_the_kernel_finishes_without_releasing_or_on_timeout_or_st
 /// `latch`, whose expected count is `grid * block + host_threads`, beside
 /// `host_threads` host threads that count down and wait with `arrive_and_wait`.
 fn latch_opens_after_host_and_gpu_count_downs(
-    gpu: &Runtime,
+    gpu: &Gpu,
     latch: u64,
     kernel: &str,
     (grid, block, host_threads): (u32, u32, u32),
@@ -325,7 +318,7 @@ fn managed_latch_opens_after_host_and_gpu_count_downs() {
 /// `host_threads` host threads that arrive and wait with `arrive_and_wait`; checks that
 /// each side sees the other's writes after every phase.
 fn barrier_shows_each_side_the_others_writes(
-    gpu: &Runtime,
+    gpu: &Gpu,
     barrier: u64,
     kernel: &str,
     (blocks, host_threads, phases): (u32, u32, u32),

@@ -11,7 +11,8 @@
 
 mod common;
 
-use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, PushKernelArg, Runtime};
+use harness::Gpu;
+use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernelArg};
 
 /// Bytes of `objects` per team, words of `counters` per team, and words of `report`:
 /// the same constants as in `kernels/src/conformance.rs`.
@@ -37,7 +38,7 @@ const CLUSTER_TEAMS: u32 = 2;
 /// Cluster sizes every cluster configuration runs with.
 const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
 
-fn runtime() -> Option<Runtime> {
+fn runtime() -> Option<Gpu> {
     common::gpu_runtime()
 }
 
@@ -97,7 +98,7 @@ impl Outcome {
 /// rounds)`, preceded by a `Grid` for grid shapes) on zeroed buffers sized for
 /// `shape`, and reads back the report and the counters.
 fn run_matrix_kernel(
-    gpu: &Runtime,
+    gpu: &Gpu,
     name: &str,
     shape: Shape,
     rounds: impl Fn(u32) -> u32,
@@ -151,7 +152,7 @@ fn run_matrix_kernel(
                 .pointer(gpu.address(&report))
                 .u32(rounds);
             let options = LaunchOptions {
-                cluster: Some(size),
+                cluster: Some(Dim3::x(size)),
                 ..LaunchOptions::default()
             };
             // SAFETY: as above (four pointers and a u32), on the default stream that
@@ -233,7 +234,7 @@ fn configurations(family: &str, grid_blocks: u32) -> Vec<(String, Shape)> {
 /// returns a failure description, or `None`), and fails listing every configuration
 /// that failed.
 fn run_family(
-    gpu: &Runtime,
+    gpu: &Gpu,
     family: &str,
     grid_blocks: u32,
     rounds: impl Fn(u32) -> u32 + Copy,
@@ -313,7 +314,7 @@ fn semaphore_conformance_matrix_and_stress() {
 }
 
 /// Runs a block-team kernel with the matrix signature on `BLOCK_TEAMS` blocks.
-fn run_block_kernel(gpu: &Runtime, name: &str, rounds: u32) -> Outcome {
+fn run_block_kernel(gpu: &Gpu, name: &str, rounds: u32) -> Outcome {
     let shape = Shape::Blocks {
         blocks: BLOCK_TEAMS,
         threads: BLOCK_THREADS,
@@ -362,7 +363,7 @@ fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
             .pointer(gpu.address(&report))
             .u32(phases);
         let options = LaunchOptions {
-            cluster: Some(size),
+            cluster: Some(Dim3::x(size)),
             ..LaunchOptions::default()
         };
         // SAFETY: (u32 pointer, u32 pointer, u32) is the kernel's signature; the

@@ -22,7 +22,8 @@
 use std::io::Write;
 use std::process::{Command, ExitCode};
 
-use scoped_sync::cuda::{CudaError, KernelBuild, KernelParams, LaunchOptions, Runtime};
+use harness::Gpu;
+use scoped_sync::cuda::{CudaError, KernelBuild, KernelParams, LaunchOptions};
 use scoped_sync::{Barrier, CountingSemaphore, Latch};
 
 /// The variable that tells a child which case to run: `<case>:<build>`.
@@ -41,7 +42,7 @@ enum Expect {
 
 struct Case {
     name: &'static str,
-    run: fn(&Runtime) -> Result<(), CudaError>,
+    run: fn(&Gpu) -> Result<(), CudaError>,
     expect: Expect,
 }
 
@@ -128,7 +129,7 @@ const CASES: &[Case] = &[
 ];
 
 fn launch(
-    gpu: &Runtime,
+    gpu: &Gpu,
     kernel: &str,
     grid: u32,
     block: u32,
@@ -138,7 +139,7 @@ fn launch(
     let kernel = gpu.kernel(kernel)?;
     let stream = gpu.default_stream();
     let options = LaunchOptions {
-        cluster,
+        cluster: cluster.map(scoped_sync::cuda::Dim3::x),
         ..LaunchOptions::default()
     };
     // SAFETY: each caller passes the parameters its kernel takes
@@ -147,37 +148,37 @@ fn launch(
     stream.synchronize()
 }
 
-fn barrier_arrive_zero(gpu: &Runtime) -> Result<(), CudaError> {
+fn barrier_arrive_zero(gpu: &Gpu) -> Result<(), CudaError> {
     let barrier = gpu.upload_object(&Barrier::new(2))?;
     let params = KernelParams::default().pointer(gpu.address(&barrier));
     launch(gpu, "check_barrier_arrive_zero", 1, 1, None, params)
 }
 
-fn barrier_over_arrive(gpu: &Runtime) -> Result<(), CudaError> {
+fn barrier_over_arrive(gpu: &Gpu) -> Result<(), CudaError> {
     let barrier = gpu.upload_object(&Barrier::new(2))?;
     let params = KernelParams::default().pointer(gpu.address(&barrier));
     launch(gpu, "check_barrier_over_arrive", 1, 1, None, params)
 }
 
-fn barrier_new_above_max(gpu: &Runtime) -> Result<(), CudaError> {
+fn barrier_new_above_max(gpu: &Gpu) -> Result<(), CudaError> {
     let out = gpu.zeros::<u32>(1)?;
     let params = KernelParams::default().pointer(gpu.address(&out));
     launch(gpu, "check_barrier_new_above_max", 1, 1, None, params)
 }
 
-fn latch_count_down_past_zero(gpu: &Runtime) -> Result<(), CudaError> {
+fn latch_count_down_past_zero(gpu: &Gpu) -> Result<(), CudaError> {
     let latch = gpu.upload_object(&Latch::new(1))?;
     let params = KernelParams::default().pointer(gpu.address(&latch));
     launch(gpu, "check_latch_count_down_past_zero", 1, 1, None, params)
 }
 
-fn semaphore_release_past_max(gpu: &Runtime) -> Result<(), CudaError> {
+fn semaphore_release_past_max(gpu: &Gpu) -> Result<(), CudaError> {
     let semaphore = gpu.upload_object(&CountingSemaphore::<4>::new(4))?;
     let params = KernelParams::default().pointer(gpu.address(&semaphore));
     launch(gpu, "check_semaphore_release_past_max", 1, 1, None, params)
 }
 
-fn block_scope_across_blocks(gpu: &Runtime) -> Result<(), CudaError> {
+fn block_scope_across_blocks(gpu: &Gpu) -> Result<(), CudaError> {
     // The bytes of a latch do not depend on its scope, so a host latch stands in for
     // the kernel's `Latch<Block>`.
     let latch = gpu.upload_object(&Latch::new(2))?;
@@ -185,7 +186,7 @@ fn block_scope_across_blocks(gpu: &Runtime) -> Result<(), CudaError> {
     launch(gpu, "check_block_scope_across_blocks", 2, 32, None, params)
 }
 
-fn cluster_scope_across_clusters(gpu: &Runtime) -> Result<(), CudaError> {
+fn cluster_scope_across_clusters(gpu: &Gpu) -> Result<(), CudaError> {
     let latch = gpu.upload_object(&Latch::new(4))?;
     let params = KernelParams::default().pointer(gpu.address(&latch));
     launch(
@@ -198,7 +199,7 @@ fn cluster_scope_across_clusters(gpu: &Runtime) -> Result<(), CudaError> {
     )
 }
 
-fn block_scope_in_other_blocks_shared(gpu: &Runtime) -> Result<(), CudaError> {
+fn block_scope_in_other_blocks_shared(gpu: &Gpu) -> Result<(), CudaError> {
     let out = gpu.zeros::<u32>(1)?;
     let params = KernelParams::default().pointer(gpu.address(&out));
     launch(
@@ -211,7 +212,7 @@ fn block_scope_in_other_blocks_shared(gpu: &Runtime) -> Result<(), CudaError> {
     )
 }
 
-fn block_scope_own_objects(gpu: &Runtime) -> Result<(), CudaError> {
+fn block_scope_own_objects(gpu: &Gpu) -> Result<(), CudaError> {
     let latches = gpu.upload_object(&[
         Latch::new(64),
         Latch::new(64),
@@ -222,7 +223,7 @@ fn block_scope_own_objects(gpu: &Runtime) -> Result<(), CudaError> {
     launch(gpu, "check_block_scope_own_objects", 4, 64, None, params)
 }
 
-fn cluster_scope_own_objects(gpu: &Runtime) -> Result<(), CudaError> {
+fn cluster_scope_own_objects(gpu: &Gpu) -> Result<(), CudaError> {
     let latches = gpu.upload_object(&[Latch::new(128), Latch::new(128)])?;
     let params = KernelParams::default().pointer(gpu.address(&latches));
     launch(
@@ -235,7 +236,7 @@ fn cluster_scope_own_objects(gpu: &Runtime) -> Result<(), CudaError> {
     )
 }
 
-fn block_scope_one_block_per_launch(gpu: &Runtime) -> Result<(), CudaError> {
+fn block_scope_one_block_per_launch(gpu: &Gpu) -> Result<(), CudaError> {
     let latch = gpu.upload_object(&Latch::new(64))?;
     for user in [0, 1] {
         let params = KernelParams::default()
@@ -262,7 +263,7 @@ fn child(spec: &str) -> ExitCode {
         KernelBuild::Release
     };
     let case = CASES.iter().find(|case| case.name == name).expect("a case");
-    let gpu = Runtime::open_build(build).expect("open the GPU");
+    let gpu = Gpu::open_build(build).expect("open the GPU");
     let outcome = (case.run)(&gpu);
     let mut out = std::io::stdout();
     match outcome {
@@ -317,7 +318,7 @@ fn main() -> ExitCode {
         return child(&spec);
     }
     let mut err = std::io::stderr();
-    match Runtime::open() {
+    match Gpu::open() {
         Err(CudaError::NoDriver) => {
             let _ = writeln!(err, "skipped: no CUDA driver");
             return ExitCode::SUCCESS;

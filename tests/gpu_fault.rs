@@ -11,13 +11,14 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
+use harness::Gpu;
 use scoped_sync::cuda::beside::{launch_beside, Outcome};
-use scoped_sync::cuda::{CudaError, HostWaitError, KernelParams, LaunchOptions, Runtime};
+use scoped_sync::cuda::{CudaError, HostWaitError, KernelParams, LaunchOptions};
 use scoped_sync::{GpuToHost, HandoffSemaphore};
 
 #[test]
 fn a_kernel_that_traps_while_the_host_waits_is_reported_within_a_second() {
-    let gpu = match Runtime::open() {
+    let gpu = match Gpu::open() {
         Ok(runtime) => runtime,
         Err(CudaError::NoDriver) => {
             let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");

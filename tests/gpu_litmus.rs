@@ -6,10 +6,10 @@
 
 mod common;
 
-use scoped_sync::cuda::litmus::{self, Stress, CASES};
-use scoped_sync::cuda::Runtime;
+use harness::litmus::{self, Stress, CASES};
+use harness::Gpu;
 
-fn runtime() -> Option<Runtime> {
+fn runtime() -> Option<Gpu> {
     common::gpu_runtime()
 }
 

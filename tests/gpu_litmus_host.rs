@@ -10,7 +10,7 @@
 
 mod common;
 
-use scoped_sync::cuda::litmus_host::{self, CASES};
+use harness::litmus_host::{self, CASES};
 
 #[test]
 fn gpu_host_litmus_shows_no_forbidden_outcome() {

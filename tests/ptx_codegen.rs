@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 
 use scoped_sync::cuda::KernelBuild;
 
+use harness::KERNELS;
+
 const SCOPES: [(&str, &str); 5] = [
     ("thread", "cta"),
     ("block", "cta"),
@@ -23,7 +25,7 @@ const RMW_ORDERS: [&str; 5] = ["relaxed", "acquire", "release", "acq_rel", "seq_
 
 /// A build's PTX module, or `None` (with a notice) when this build has none.
 fn ptx_of(build: KernelBuild) -> Option<&'static str> {
-    match build.ptx() {
+    match KERNELS.ptx(build) {
         Ok(ptx) => Some(ptx),
         Err(missing) => {
             println!("skipped: {missing}");

@@ -1,5 +1,6 @@
-//! The project's own kernels. Compiled to one self-contained PTX module by
-//! `sync-host/build.rs` and embedded in `sync_host::ptx::KERNELS`.
+//! The project's own kernels: a kernel crate like any user's, compiled to one
+//! self-contained PTX module by `harness/build.rs` (with `sync-build`) and loaded
+//! through the public runtime (`harness::Gpu`).
 //!
 //! `functional`, `conformance` and `fair_semaphore`: kernels the GPU tests run. `costs` and
 //! `primitive_costs`: kernels the report and benches time, shaped like the CUDA C++
@@ -9,16 +10,10 @@
 #![feature(abi_gpu_kernel, asm_experimental_arch)]
 #![allow(improper_gpu_kernel_arg)]
 
-/// A panic on the device (a broken precondition, say) traps: the kernel fails and
-/// the host sees `CudaError::KernelTrapped`. The checked build (debug assertions on)
-/// prints the panic's message and the thread first.
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    if cfg!(debug_assertions) {
-        sync_device::print_panic(info.location());
-    }
-    sync_device::trap()
-}
+// A panic on the device (a broken precondition, say) traps: the kernel fails and the
+// host sees `CudaError::KernelTrapped`. The checked build (debug assertions on) prints
+// where and which thread first.
+sync_device::panic_handler!();
 
 mod bus;
 mod conformance;

@@ -60,3 +60,39 @@ pub fn trap() -> ! {
     // SAFETY: `trap` aborts the kernel; it has no operands.
     unsafe { core::arch::asm!("trap;", options(noreturn)) }
 }
+
+/// Defines the kernel crate's panic handler: every kernel crate needs one, and this is
+/// the one the primitives are documented with.
+///
+/// A panic on the device (a broken precondition: `arrive(0)`, a latch counted down
+/// past zero, a semaphore released past its maximum; or the user's own `panic!` or
+/// failed `assert!`) ends the kernel with `trap`: the launch fails, the host sees
+/// `CudaError::KernelTrapped`, and the CUDA context is lost. In the checked flavour of
+/// the kernels (built with debug assertions, `sync_build::KernelCrate::checked`) the
+/// handler first prints the source location and the thread and block coordinates (and
+/// a broken precondition has printed its own message just before).
+///
+/// Write it once, at the crate root:
+///
+/// ```ignore
+/// #![no_std]
+/// #![feature(abi_gpu_kernel)]
+///
+/// scoped_sync::panic_handler!();
+/// ```
+///
+/// The message text of a `panic!` is not printed: formatting it would pull
+/// `core::fmt` into every kernel (see `sync_shared::vprintf`).
+#[macro_export]
+macro_rules! panic_handler {
+    () => {
+        #[panic_handler]
+        fn panic(info: &::core::panic::PanicInfo<'_>) -> ! {
+            // The kernel crate's own setting: on in its checked flavour.
+            if ::core::cfg!(debug_assertions) {
+                $crate::print_panic(info.location());
+            }
+            $crate::trap()
+        }
+    };
+}

@@ -13,9 +13,116 @@
 //! block's shared memory are reached by the others with [`SharedSlot::init_cluster`] or
 //! [`map_to_block`].
 //!
-//! On host targets this crate is empty, so `cargo build` and `cargo test` of the
-//! workspace are unaffected; it is compiled to PTX by the kernel build
-//! (`kernels/`, driven by `sync-host/build.rs`).
+//! On host targets this crate is empty, so `cargo build` and `cargo test` of a
+//! workspace that depends on it are unaffected.
+//!
+//! # Writing a kernel crate
+//!
+//! A kernel crate is a `#![no_std]` library of its own workspace that depends on
+//! `scoped-sync` (this crate's items on nvptx64) and is compiled to PTX by the host
+//! program's build script with `sync-build`. Its `Cargo.toml`:
+//!
+//! ```toml
+//! [package]
+//! name = "my-kernels"
+//! edition = "2021"
+//!
+//! [dependencies]
+//! scoped-sync = "0.1"
+//!
+//! [workspace]   # its own: the host workspace must never build it for the host
+//! ```
+//!
+//! Its `src/lib.rs`, with the crate attributes every kernel crate needs and one kernel
+//! per device type (each is compiled and run in `examples/user-kernels`, whose kernel
+//! crate these are taken from):
+//!
+//! ```ignore
+//! #![no_std]
+//! #![feature(abi_gpu_kernel)]
+//! // `shared!` declares a `.shared` variable with inline assembly:
+//! #![feature(asm_experimental_arch)]
+//! #![allow(improper_gpu_kernel_arg)]
+//!
+//! use scoped_sync::prelude::*;
+//!
+//! scoped_sync::panic_handler!();
+//!
+//! /// A grid barrier between steps: launched with `Kernel::launch_grid`, which passes
+//! /// the `Grid` and refuses a grid whose blocks cannot all be co-resident.
+//! #[no_mangle]
+//! pub unsafe extern "gpu-kernel" fn smooth(mut grid: Grid, a: *mut f32, b: *mut f32, n: u32) {
+//!     let (src, dst) = (a, b);
+//!     let mut i = grid.thread_rank() + 1;
+//!     while i + 1 < n {
+//!         // SAFETY: 0 < i < n - 1, inside both buffers of n cells.
+//!         unsafe { *dst.add(i as usize) = 0.5 * (*src.add(i as usize - 1) + *src.add(i as usize + 1)) };
+//!         i += grid.size();
+//!     }
+//!     grid.sync(); // every write of this step is visible to every thread after it
+//! }
+//!
+//! /// A block barrier in shared memory (the hardware mbarrier) and a cluster barrier.
+//! #[no_mangle]
+//! pub unsafe extern "gpu-kernel" fn neighbours(out: *mut u32) {
+//!     let slot = shared!(VALUES: [u32; 1024]);
+//!     let barrier_slot = shared!(PHASE: SharedBarrier);
+//!     // SAFETY: every thread of the block runs this once, before any use.
+//!     let barrier = unsafe { SharedBarrier::init(&barrier_slot, block_size()) };
+//!     let t = thread_in_block();
+//!     // SAFETY: one slot per thread of a block of at most 1024.
+//!     unsafe { (*slot.as_ptr())[t as usize] = t * 7 };
+//!     barrier.arrive_and_wait();
+//!     let next = (t + 1) % block_size();
+//!     // SAFETY: written before the barrier by thread `next`.
+//!     let mine = unsafe { (*slot.as_ptr())[next as usize] };
+//!     let cluster = ClusterBarrier::new();
+//!     cluster.wait(cluster.arrive()); // the partner block's writes are visible now
+//!     let partner = map_to_block(slot.as_ptr(), cluster_rank() ^ 1);
+//!     // SAFETY: the partner block's array, alive until the second cluster barrier.
+//!     let theirs = unsafe { (*partner)[t as usize] };
+//!     cluster.wait(cluster.arrive()); // no block leaves while its partner reads
+//!     // SAFETY: one output per thread of the grid.
+//!     unsafe { *out.add(global_thread_index() as usize) = mine + theirs };
+//! }
+//!
+//! /// A device-scope latch and semaphore in global memory (built on the host with
+//! /// `Runtime::upload_object`), and a stop token ending a wait early.
+//! #[no_mangle]
+//! pub unsafe extern "gpu-kernel" fn producers(
+//!     ready: *const Latch<Device>,
+//!     slots: *const CountingSemaphore,
+//!     stop: *const StopSource<Device>,
+//! ) {
+//!     // SAFETY: live objects for the whole launch, placed by the host.
+//!     let (ready, slots, stop) = unsafe { (&*ready, &*slots, &*stop) };
+//!     ready.arrive_and_wait(1); // every thread has started
+//!     if slots.acquire_stoppable(stop.token()).is_ok() {
+//!         // ... use the slot ...
+//!         slots.release(1);
+//!     }
+//! }
+//!
+//! /// A persistent worker the host feeds through a `HandoffChannel` in mapped memory
+//! /// and stops through a `BusStopSource` (see `HandoffChannel` and `DeviceWait`).
+//! #[no_mangle]
+//! pub unsafe extern "gpu-kernel" fn worker(channel: *const HandoffChannel, stop: *const BusStopSource) {
+//!     // SAFETY: placed by the host (`Runtime::place_mapped`), alive for the launch.
+//!     let (channel, stop) = unsafe { (&*channel, &*stop) };
+//!     // The endpoints are exclusive: one thread of the launch gets them.
+//!     let (Some(mut work), Some(mut results)) = (channel.consumer(), channel.producer()) else {
+//!         return;
+//!     };
+//!     while let Ok(seq) = work.acquire(DeviceWait::new().stop(stop)) {
+//!         // ... do item `seq` (its data sits in a mapped ring at `seq % len`) ...
+//!         results.release(1);
+//!     }
+//! }
+//! ```
+//!
+//! The host program's `build.rs` builds it (`sync_build::KernelCrate::new("../kernels")
+//! .build_or_record()`), and the program embeds and loads it with
+//! `scoped_sync::include_kernels!("my_kernels")` and `Runtime::load`.
 #![no_std]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
@@ -38,6 +145,8 @@ mod geometry;
 mod gpu;
 #[cfg(target_arch = "nvptx64")]
 mod grid;
+#[cfg(target_arch = "nvptx64")]
+pub mod prelude;
 #[cfg(target_arch = "nvptx64")]
 pub mod ptx_atomics;
 #[cfg(target_arch = "nvptx64")]

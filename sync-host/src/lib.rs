@@ -27,7 +27,6 @@ mod futex;
 mod host;
 #[cfg(any(not(target_os = "linux"), loom))]
 mod parking;
-pub mod ptx;
 
 pub use host::Host;
 pub use sync_shared::bus::{

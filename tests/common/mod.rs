@@ -29,9 +29,9 @@ pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
 /// The GPU, or `None` after printing "skipped: no CUDA driver" (straight to stderr:
 /// libtest would hide a `println!` of a passing test); any other failure to open it
 /// fails the test.
-pub fn gpu_runtime() -> Option<scoped_sync::cuda::Runtime> {
+pub fn gpu_runtime() -> Option<harness::Gpu> {
     use std::io::Write;
-    match scoped_sync::cuda::Runtime::open() {
+    match harness::Gpu::open() {
         Ok(runtime) => Some(runtime),
         Err(scoped_sync::cuda::CudaError::NoDriver) => {
             let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");

@@ -105,13 +105,13 @@ pub struct Outcome<R> {
 ///
 /// ```no_run
 /// # use sync_host::cuda::beside::launch_beside;
-/// # use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
-/// # fn demo(runtime: &Runtime, results: &sync_host::HandoffSemaphore<sync_host::GpuToHost>, params: KernelParams) -> Result<(), Box<dyn std::error::Error>> {
+/// # use sync_host::cuda::{KernelParams, LaunchOptions, Module, Runtime};
+/// # fn demo(runtime: &Runtime, module: &Module, results: &sync_host::HandoffSemaphore<sync_host::GpuToHost>, params: KernelParams) -> Result<(), Box<dyn std::error::Error>> {
 /// let stream = runtime.new_stream()?;
 /// let run = launch_beside(
 ///     &stream,
 ///     || {
-///         let kernel = runtime.kernel("bus_release_stress")?;
+///         let kernel = module.kernel("bus_release_stress")?;
 ///         // SAFETY: `params` match the kernel and outlive it.
 ///         unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
 ///     },

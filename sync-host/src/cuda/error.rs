@@ -4,7 +4,7 @@ use std::fmt;
 
 use cudarc::driver::sys;
 
-use crate::ptx::PtxUnavailable;
+use super::{LaunchLimit, PtxUnavailable};
 
 /// A failed GPU operation. Driver failures carry the CUDA error name.
 #[derive(Debug)]
@@ -12,8 +12,44 @@ use crate::ptx::PtxUnavailable;
 pub enum CudaError {
     /// No CUDA driver library (`libcuda.so`) on this machine.
     NoDriver,
-    /// The kernels' PTX was not built into this binary.
+    /// No GPU of that ordinal.
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// GPUs the driver sees.
+        count: usize,
+    },
+    /// An embedded kernel crate's PTX was not built into this program (the toolchain
+    /// was missing when it was built, say): the message says why and how to fix it.
     Ptx(PtxUnavailable),
+    /// The driver refused a module: not PTX, cubin or fatbin, built for another GPU, or
+    /// a PTX version newer than the driver.
+    BadModule {
+        /// The module's name or path.
+        module: String,
+        /// The driver's error, if it got that far.
+        error: Option<cudarc::driver::DriverError>,
+        /// The JIT compiler's log, or what else went wrong.
+        log: String,
+    },
+    /// A module has no kernel of that name.
+    NoSuchKernel {
+        /// The module's name.
+        module: String,
+        /// The name asked for.
+        kernel: String,
+    },
+    /// A launch shape beyond the kernel's or the device's limits.
+    LaunchDoesNotFit {
+        /// The kernel.
+        kernel: String,
+        /// Which limit.
+        limit: LaunchLimit,
+        /// What the launch asked for.
+        requested: u64,
+        /// The most (or, for an empty extent, the least) allowed.
+        allowed: u64,
+    },
     /// A driver call failed.
     Driver {
         /// What we were doing.
@@ -75,7 +111,49 @@ impl fmt::Display for CudaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NoDriver => f.write_str("no CUDA driver (libcuda) found on this machine"),
+            Self::NoSuchDevice { ordinal, count } => write!(
+                f,
+                "no GPU {ordinal}: the driver sees {count} (ordinals 0 to {})",
+                count.saturating_sub(1)
+            ),
             Self::Ptx(missing) => missing.fmt(f),
+            Self::BadModule { module, error, log } => {
+                write!(f, "the driver refused module `{module}`")?;
+                if let Some(error) = error {
+                    write!(f, " ({error})")?;
+                }
+                if !log.is_empty() {
+                    write!(f, ": {log}")?;
+                }
+                Ok(())
+            }
+            Self::NoSuchKernel { module, kernel } => write!(
+                f,
+                "module `{module}` has no kernel `{kernel}` (is it `#[no_mangle] pub unsafe extern \"gpu-kernel\"`, and reached from the crate root?)"
+            ),
+            Self::LaunchDoesNotFit {
+                kernel,
+                limit: LaunchLimit::EmptyDimension,
+                ..
+            } => write!(f, "launch of `{kernel}` refused: a grid, block or cluster extent is zero"),
+            Self::LaunchDoesNotFit {
+                kernel,
+                limit: LaunchLimit::ClusterShape,
+                requested,
+                allowed,
+            } => write!(
+                f,
+                "launch of `{kernel}` refused: a grid extent of {requested} blocks is not a multiple of the cluster's {allowed}"
+            ),
+            Self::LaunchDoesNotFit {
+                kernel,
+                limit,
+                requested,
+                allowed,
+            } => write!(
+                f,
+                "launch of `{kernel}` refused: {limit} {requested} exceeds {allowed}"
+            ),
             Self::Driver { operation, error } => write!(f, "{operation}: {error}"),
             Self::KernelTrapped { operation, error } => write!(
                 f,

@@ -2,7 +2,7 @@
 
 use cudarc::driver::{sys, CudaSlice, DeviceRepr, LaunchArgs, PushKernelArg};
 
-use super::{CudaError, Kernel, KernelParams, LaunchOptions, Stream};
+use super::{CudaError, Dim3, Kernel, KernelParams, LaunchOptions, Stream};
 
 /// The host's image of `sync_device::Grid`: the arrival counter's device address and
 /// the thread's phase count (zero at launch). Only [`Kernel::launch_grid`] and
@@ -38,7 +38,7 @@ pub(super) struct GridBarrier {
     param: GridParam,
 }
 
-impl Kernel<'_> {
+impl Kernel {
     /// A cooperative launch of a kernel whose first parameter is a
     /// `sync_device::Grid`: the launch zeroes the kernel's arrival counter (in stream
     /// order, so back-to-back launches each start from zero) and passes it, then `args`
@@ -52,15 +52,64 @@ impl Kernel<'_> {
     /// `args` in number, order and type.
     pub unsafe fn launch_grid<'a>(
         &'a self,
-        grid: u32,
-        block: u32,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
         args: impl FnOnce(&mut LaunchArgs<'a>),
     ) -> Result<(), CudaError> {
-        let param = self.zeroed_grid_barrier(self.runtime.stream.cu_stream())?;
+        let stream = &self.runtime.stream;
+        // SAFETY: the caller vouches for the kernel's parameters.
+        unsafe { self.launch_grid_typed(stream, grid.into(), block.into(), 0, args) }
+    }
+
+    /// As [`launch_grid`](Self::launch_grid), on `stream` and with
+    /// `dynamic_shared_bytes` of dynamic shared memory per block (which counts against
+    /// co-residency).
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch_grid`](Self::launch_grid); launches of this kernel object on
+    /// other streams have finished (they share its barrier counter, which this launch
+    /// zeroes).
+    pub unsafe fn launch_grid_on<'a>(
+        &'a self,
+        stream: &'a Stream,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        dynamic_shared_bytes: u32,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        // SAFETY: the caller vouches for the kernel's parameters.
+        unsafe {
+            self.launch_grid_typed(
+                &stream.inner,
+                grid.into(),
+                block.into(),
+                dynamic_shared_bytes,
+                args,
+            )
+        }
+    }
+
+    /// The typed cooperative launch with the grid parameter first.
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch_grid_on`](Self::launch_grid_on).
+    unsafe fn launch_grid_typed<'a>(
+        &'a self,
+        stream: &'a cudarc::driver::CudaStream,
+        grid: Dim3,
+        block: Dim3,
+        dynamic_shared_bytes: u32,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        self.check_fits(grid, block, dynamic_shared_bytes)?;
+        self.check_coresident(grid, block, dynamic_shared_bytes)?;
+        let param = self.zeroed_grid_barrier(stream.cu_stream())?;
         // SAFETY: the caller vouches for the kernel's parameters; the counter lives as
         // long as the kernel object.
         unsafe {
-            self.launch_cooperative(grid, block, |builder| {
+            self.launch_typed(stream, grid, block, dynamic_shared_bytes, true, |builder| {
                 builder.arg(param);
                 args(builder);
             })
@@ -86,20 +135,24 @@ impl Kernel<'_> {
     pub unsafe fn launch_grid_ex(
         &self,
         stream: &Stream,
-        grid: u32,
-        block: u32,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
         options: LaunchOptions,
         params: KernelParams,
     ) -> Result<(), CudaError> {
+        let (grid, block) = (grid.into(), block.into());
+        let threads = block.count().unwrap_or(u32::MAX);
+        let shared = options.shared_memory_bytes;
         let max = match options.cluster {
             Some(cluster) => self
-                .max_coresident_clusters(block, cluster)?
-                .saturating_mul(cluster),
-            None => self.max_coresident_blocks(block)?,
+                .max_coresident_clusters_with(threads, cluster, shared)?
+                .saturating_mul(cluster.count().unwrap_or(u32::MAX)),
+            None => self.max_coresident_blocks_with(threads, shared)?,
         };
-        if grid > max {
+        let blocks = grid.count().unwrap_or(u32::MAX);
+        if blocks > max {
             return Err(CudaError::GridTooLarge {
-                requested: grid,
+                requested: blocks,
                 max,
             });
         }

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 
 use cudarc::driver::sys;
 
-use super::{CudaError, Kernel, Stream};
+use super::{CudaError, Dim3, Kernel, LaunchLimit, Stream};
 
 /// The logical memory-synchronization domain of a launch (sm_90+; earlier GPUs have
 /// one domain and ignore it).
@@ -21,10 +21,26 @@ pub enum MemSyncDomain {
 }
 
 /// What a `cuLaunchKernelEx` launch adds to grid and block.
+///
+/// ```
+/// use sync_host::cuda::{Dim3, LaunchOptions, MemSyncDomain};
+///
+/// let options = LaunchOptions {
+///     cluster: Some(Dim3::x(2)),
+///     shared_memory_bytes: 64 * 1024,
+///     domain: MemSyncDomain::Remote,
+///     ..LaunchOptions::default()
+/// };
+/// assert!(!options.cooperative);
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LaunchOptions {
-    /// Blocks per cluster in x (the grid must be a multiple); `None`: no clusters.
-    pub cluster: Option<u32>,
+    /// Blocks per cluster (the grid must be a whole number of clusters in every
+    /// dimension); `None`: no clusters.
+    pub cluster: Option<Dim3>,
+    /// Dynamic shared memory per block, in bytes (past 48 KiB the kernel is opted in
+    /// first, up to [`Kernel::max_dynamic_shared_bytes`]).
+    pub shared_memory_bytes: u32,
     /// A cooperative launch (`CU_LAUNCH_ATTRIBUTE_COOPERATIVE`): the driver runs every
     /// block at once or refuses the launch. Grid barriers need it
     /// ([`Kernel::launch_grid_ex`]).
@@ -44,6 +60,26 @@ pub struct KernelParams {
 }
 
 impl KernelParams {
+    /// No parameters yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Appends an `i32` parameter.
+    pub fn i32(self, value: i32) -> Self {
+        self.u32(value as u32)
+    }
+
+    /// Appends an `f32` parameter.
+    pub fn f32(self, value: f32) -> Self {
+        self.u32(value.to_bits())
+    }
+
+    /// Appends an `f64` parameter.
+    pub fn f64(self, value: f64) -> Self {
+        self.u64(value.to_bits())
+    }
+
     /// Appends a `u32` parameter.
     pub fn u32(self, value: u32) -> Self {
         // The driver copies the parameter's size (4 bytes) from the front of the
@@ -79,35 +115,47 @@ impl KernelParams {
     }
 }
 
-/// A launch attribute setting thread-block clusters of `blocks` blocks in x.
-fn cluster_attribute(blocks: u32) -> sys::CUlaunchAttribute {
+/// A launch attribute setting thread-block clusters of `blocks` blocks.
+fn cluster_attribute(blocks: Dim3) -> sys::CUlaunchAttribute {
     // SAFETY: an all-zero attribute is a valid starting value (plain C data).
     let mut cluster: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     cluster.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = blocks;
-    cluster.value.clusterDim.y = 1;
-    cluster.value.clusterDim.z = 1;
+    cluster.value.clusterDim.x = blocks.x;
+    cluster.value.clusterDim.y = blocks.y;
+    cluster.value.clusterDim.z = blocks.z;
     cluster
 }
 
-impl Kernel<'_> {
+impl Kernel {
     /// Clusters of `cluster` blocks of `block_threads` threads that fit on the GPU at
     /// once (`cuOccupancyMaxActiveClusters`): the most a cooperative cluster launch
     /// may ask for. Zero if such a cluster cannot run at all.
     pub fn max_coresident_clusters(
         &self,
         block_threads: u32,
-        cluster: u32,
+        cluster: impl Into<Dim3>,
     ) -> Result<u32, CudaError> {
+        self.max_coresident_clusters_with(block_threads, cluster, 0)
+    }
+
+    /// As [`max_coresident_clusters`](Self::max_coresident_clusters), for blocks that
+    /// also take `dynamic_shared_bytes` of dynamic shared memory.
+    pub fn max_coresident_clusters_with(
+        &self,
+        block_threads: u32,
+        cluster: impl Into<Dim3>,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32, CudaError> {
+        let cluster = cluster.into();
         let mut attribute = cluster_attribute(cluster);
         let config = sys::CUlaunchConfig {
-            gridDimX: cluster,
-            gridDimY: 1,
-            gridDimZ: 1,
+            gridDimX: cluster.x,
+            gridDimY: cluster.y,
+            gridDimZ: cluster.z,
             blockDimX: block_threads,
             blockDimY: 1,
             blockDimZ: 1,
-            sharedMemBytes: 0,
+            sharedMemBytes: dynamic_shared_bytes,
             hStream: std::ptr::null_mut(),
             attrs: &mut attribute,
             numAttrs: 1,
@@ -124,8 +172,15 @@ impl Kernel<'_> {
         Ok(u32::try_from(clusters).unwrap_or(0))
     }
 
-    /// Launches on `stream` with clusters, cooperatively, and/or in a
-    /// memory-synchronization domain.
+    /// Launches on `stream` with clusters, dynamic shared memory, cooperatively,
+    /// and/or in a memory-synchronization domain.
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::LaunchDoesNotFit`] for a shape beyond the kernel's or the device's
+    /// limits (a grid that is not a whole number of clusters among them),
+    /// [`CudaError::GridTooLarge`] for a cooperative launch whose blocks cannot all be
+    /// co-resident; a driver error otherwise.
     ///
     /// # Safety
     ///
@@ -134,11 +189,19 @@ impl Kernel<'_> {
     pub unsafe fn launch_ex(
         &self,
         stream: &Stream,
-        grid: u32,
-        block: u32,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
         options: LaunchOptions,
         params: KernelParams,
     ) -> Result<(), CudaError> {
+        let (grid, block) = (grid.into(), block.into());
+        self.check_fits(grid, block, options.shared_memory_bytes)?;
+        if let Some(cluster) = options.cluster {
+            self.check_cluster_shape(grid, cluster)?;
+        }
+        if options.cooperative && options.cluster.is_none() {
+            self.check_coresident(grid, block, options.shared_memory_bytes)?;
+        }
         let mut attributes = Vec::new();
         if let Some(blocks) = options.cluster {
             attributes.push(cluster_attribute(blocks));
@@ -159,13 +222,13 @@ impl Kernel<'_> {
         };
         attributes.push(domain);
         let config = sys::CUlaunchConfig {
-            gridDimX: grid,
-            gridDimY: 1,
-            gridDimZ: 1,
-            blockDimX: block,
-            blockDimY: 1,
-            blockDimZ: 1,
-            sharedMemBytes: 0,
+            gridDimX: grid.x,
+            gridDimY: grid.y,
+            gridDimZ: grid.z,
+            blockDimX: block.x,
+            blockDimY: block.y,
+            blockDimZ: block.z,
+            sharedMemBytes: options.shared_memory_bytes,
             hStream: stream.raw(),
             attrs: attributes.as_mut_ptr(),
             numAttrs: attributes.len() as u32,
@@ -192,5 +255,33 @@ impl Kernel<'_> {
         }
         .result()
         .map_err(CudaError::driver("launch a kernel with cuLaunchKernelEx"))
+    }
+
+    /// Refuses a grid that is not a whole number of clusters.
+    fn check_cluster_shape(&self, grid: Dim3, cluster: Dim3) -> Result<(), CudaError> {
+        let pairs = [
+            (grid.x, cluster.x),
+            (grid.y, cluster.y),
+            (grid.z, cluster.z),
+        ];
+        for (grid_extent, cluster_extent) in pairs {
+            if cluster_extent == 0 {
+                return Err(CudaError::LaunchDoesNotFit {
+                    kernel: self.name().to_owned(),
+                    limit: LaunchLimit::EmptyDimension,
+                    requested: 0,
+                    allowed: 1,
+                });
+            }
+            if grid_extent % cluster_extent != 0 {
+                return Err(CudaError::LaunchDoesNotFit {
+                    kernel: self.name().to_owned(),
+                    limit: LaunchLimit::ClusterShape,
+                    requested: grid_extent.into(),
+                    allowed: cluster_extent.into(),
+                });
+            }
+        }
+        Ok(())
     }
 }

@@ -7,8 +7,9 @@
 
 use std::time::Duration;
 
-use scoped_sync::cuda::bus_demo::{self, DemoError, Paths, PhaseBarrier, RoundTrips, WakeUp};
-use scoped_sync::cuda::{CorePin, Runtime};
+use harness::bus_demo::{self, DemoError, Paths, PhaseBarrier, RoundTrips, WakeUp};
+use harness::Gpu;
+use scoped_sync::cuda::CorePin;
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -36,11 +37,7 @@ fn sample(primitive: &str, op: &str, threads: u32, took: Duration) -> Sample {
 }
 
 /// Measures the section; `plan` scales the rounds.
-pub fn measure(
-    runtime: &Runtime,
-    plan: Plan,
-    progress: &mut Progress,
-) -> Result<Vec<Row>, DemoError> {
+pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec<Row>, DemoError> {
     let rounds = u32::try_from(plan.scale(20_000)).unwrap_or(20_000).max(100);
     let mut rows = Vec::new();
 

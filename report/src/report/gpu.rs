@@ -3,7 +3,8 @@
 //! chain timed with `%clock64`), so that `scripts/gpu-compare.sh` can put the CUDA C++
 //! figures beside them.
 
-use scoped_sync::cuda::{CudaError, PushKernelArg, Runtime};
+use harness::Gpu;
+use scoped_sync::cuda::{CudaError, PushKernelArg};
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -23,8 +24,8 @@ const KERNELS: [(&str, &str, &str); 2] = [
 ];
 
 /// The GPU line of the header, and the runtime if there is a GPU to measure.
-pub fn open() -> (String, Option<Runtime>) {
-    match Runtime::open() {
+pub fn open() -> (String, Option<Gpu>) {
+    match Gpu::open() {
         Ok(runtime) => {
             let name = runtime.name().unwrap_or_else(|_| "unknown GPU".to_owned());
             let sms = runtime
@@ -53,11 +54,7 @@ pub fn steps() -> usize {
 
 /// Measures every cost kernel at every scope; best of `plan.repetitions` launches after
 /// one warm-up launch.
-pub fn measure(
-    runtime: &Runtime,
-    plan: Plan,
-    progress: &mut Progress,
-) -> Result<Vec<Row>, CudaError> {
+pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec<Row>, CudaError> {
     let clock_ghz = f64::from(runtime.clock_mhz()?) / 1000.0;
     let iterations = u32::try_from(plan.scale(u64::from(ITERATIONS)))
         .unwrap_or(ITERATIONS)

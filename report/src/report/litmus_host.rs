@@ -5,12 +5,12 @@
 
 use std::io::{self, Write};
 
-use scoped_sync::cuda::litmus_host::{self, HostOutcomes, CASES};
-use scoped_sync::cuda::Runtime;
+use harness::litmus_host::{self, HostOutcomes, CASES};
+use harness::Gpu;
 
 /// Runs every case at least `instances` times and prints the table; `Ok(false)` if a
 /// forbidden or impossible outcome showed.
-pub fn run(runtime: &Runtime, instances: u64, out: &mut impl Write) -> io::Result<bool> {
+pub fn run(runtime: &Gpu, instances: u64, out: &mut impl Write) -> io::Result<bool> {
     writeln!(
         out,
         "{:<5}{:<34}{:<10}{:>12}{:>12}  {:<19}seen (outcome: count)",

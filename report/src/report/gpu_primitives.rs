@@ -3,8 +3,9 @@
 //! same way (GPU events around the launch, best of the repetitions), so that
 //! `scripts/gpu-compare.sh` can print ours / anchor from one device call.
 
-use scoped_sync::cuda::primitive_costs::WORKLOADS;
-use scoped_sync::cuda::{CudaError, Runtime};
+use harness::primitive_costs::WORKLOADS;
+use harness::Gpu;
+use scoped_sync::cuda::CudaError;
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -16,11 +17,7 @@ pub fn steps() -> usize {
 }
 
 /// Measures every workload: one warm-up launch, then the best of `plan.repetitions`.
-pub fn measure(
-    runtime: &Runtime,
-    plan: Plan,
-    progress: &mut Progress,
-) -> Result<Vec<Row>, CudaError> {
+pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec<Row>, CudaError> {
     let sms = runtime.sm_count()?;
     let mut rows = Vec::new();
     for workload in &WORKLOADS {

@@ -9,7 +9,9 @@
 
 use std::sync::LazyLock;
 
-use super::{CudaError, Kernel, KernelParams, LaunchOptions, Runtime};
+use scoped_sync::cuda::{CudaError, Dim3, Kernel, KernelParams, LaunchOptions};
+
+use crate::Gpu;
 
 /// Threads per block of a litmus launch (a power of two, as the harness needs).
 const BLOCK: u32 = 256;
@@ -617,7 +619,7 @@ impl Geometry {
     /// The largest power-of-two grid that fits co-resident with at most a block per
     /// SM (clusters of [`CLUSTER`] blocks, a power-of-two number of them, for cluster
     /// cases).
-    fn for_case(runtime: &Runtime, kernel: &Kernel<'_>, case: &Case) -> Result<Self, CudaError> {
+    fn for_case(runtime: &Gpu, kernel: &Kernel, case: &Case) -> Result<Self, CudaError> {
         let sms = runtime.sm_count()?;
         if case.clustered() {
             let fits = kernel
@@ -661,18 +663,13 @@ impl Geometry {
 
 /// Runs `case` until at least `instances` instances ran, launches seeded from `seed`,
 /// with the default [`Stress`].
-pub fn run(
-    runtime: &Runtime,
-    case: &Case,
-    instances: u64,
-    seed: u32,
-) -> Result<Outcomes, CudaError> {
+pub fn run(runtime: &Gpu, case: &Case, instances: u64, seed: u32) -> Result<Outcomes, CudaError> {
     run_with(runtime, case, instances, seed, Stress::default())
 }
 
 /// [`run`] with a chosen [`Stress`].
 pub fn run_with(
-    runtime: &Runtime,
+    runtime: &Gpu,
     case: &Case,
     instances: u64,
     seed: u32,
@@ -714,7 +711,7 @@ pub fn run_with(
     for launch in 0..launches {
         let launch_seed = seed ^ (launch as u32).wrapping_mul(0x9e37_79b9);
         let options = |cooperative| LaunchOptions {
-            cluster: geometry.cluster,
+            cluster: geometry.cluster.map(Dim3::x),
             cooperative,
             ..LaunchOptions::default()
         };
@@ -857,7 +854,7 @@ mod tests {
 
     #[test]
     fn every_case_has_its_kernel_in_the_ptx() {
-        let Ok(ptx) = crate::ptx::kernels() else {
+        let Ok(ptx) = crate::KERNELS.ptx(scoped_sync::cuda::KernelBuild::Release) else {
             println!("skipped: no PTX in this build");
             return;
         };

@@ -6,12 +6,12 @@
 
 use std::io::{self, Write};
 
-use scoped_sync::cuda::litmus::{self, Outcomes, CASES};
-use scoped_sync::cuda::Runtime;
+use harness::litmus::{self, Outcomes, CASES};
+use harness::Gpu;
 
 /// Runs every case at least `instances` times and prints the table; `Ok(false)` if a
 /// forbidden outcome (or one the shape cannot produce) showed, or a case could not run.
-pub fn run(runtime: &Runtime, instances: u64, out: &mut impl Write) -> io::Result<bool> {
+pub fn run(runtime: &Gpu, instances: u64, out: &mut impl Write) -> io::Result<bool> {
     writeln!(
         out,
         "{:<7}{:<36}{:<9}{:<23}{:>12}{:>11}  {:<19}seen (outcome: count)",

@@ -5,8 +5,10 @@
 
 use std::time::Duration;
 
-use super::{CudaError, Kernel, PushKernelArg, Runtime};
-use crate::{Barrier, CountingSemaphore};
+use scoped_sync::cuda::{CudaError, Kernel, PushKernelArg};
+
+use crate::Gpu;
+use scoped_sync::{Barrier, CountingSemaphore};
 
 /// How a cost kernel is launched and what it takes.
 #[derive(Clone, Copy, Debug)]
@@ -131,8 +133,8 @@ impl Workload {
     /// before the timing starts.
     pub fn time(
         &self,
-        runtime: &Runtime,
-        kernel: &Kernel<'_>,
+        runtime: &Gpu,
+        kernel: &Kernel,
         grid: u32,
         block: u32,
         iterations: u32,
@@ -142,8 +144,8 @@ impl Workload {
 }
 
 fn time_launch(
-    runtime: &Runtime,
-    kernel: &Kernel<'_>,
+    runtime: &Gpu,
+    kernel: &Kernel,
     launch: Launch,
     grid: u32,
     block: u32,

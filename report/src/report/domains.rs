@@ -8,7 +8,8 @@
 //! configuration, its "peer" the shared default domain: the ratio is the speed-up the
 //! domain gives the fences.
 
-use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, MemSyncDomain, Runtime};
+use harness::Gpu;
+use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, MemSyncDomain};
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -30,7 +31,7 @@ pub fn steps() -> usize {
 
 /// Fence cost (cycles) beside the writer, writer in `domain`: best of the repetitions.
 fn fence_cycles_beside_writer(
-    runtime: &Runtime,
+    runtime: &Gpu,
     domain: MemSyncDomain,
     repetitions: u32,
 ) -> Result<f64, CudaError> {
@@ -88,11 +89,7 @@ fn fence_cycles_beside_writer(
 }
 
 /// The domain row: remote-domain writer (ours) beside default-domain writer (peer).
-pub fn measure(
-    runtime: &Runtime,
-    plan: Plan,
-    progress: &mut Progress,
-) -> Result<Vec<Row>, CudaError> {
+pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec<Row>, CudaError> {
     progress.step("cuda device fence beside a mapped-memory writer, by domain");
     let clock_ghz = f64::from(runtime.clock_mhz()?) / 1000.0;
     let repetitions = plan.repetitions.max(1);

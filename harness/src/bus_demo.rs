@@ -9,19 +9,21 @@
 //! helper thread, the calling thread playing the host's side and waiting through the
 //! [`Beside`] it gets, so that the measurements also run where launches block
 //! (`CUDA_LAUNCH_BLOCKING=1`). The host's side keeps the calling thread (and so a
-//! [`CorePin`](super::CorePin) its caller set).
+//! [`CorePin`](scoped_sync::cuda::CorePin) its caller set).
 //!
-//! [`HandoffChannel`]: crate::HandoffChannel
-//! [`BusStopSource`]: crate::BusStopSource
+//! [`HandoffChannel`]: scoped_sync::HandoffChannel
+//! [`BusStopSource`]: scoped_sync::BusStopSource
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use cudarc::driver::sys;
+use scoped_sync::cuda::cudarc::driver::sys;
 
-use super::beside::{launch_beside, Beside};
-use super::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Runtime, Stream};
-use crate::{BusStopSource, CountingSemaphore, HandoffChannel};
+use scoped_sync::cuda::beside::{launch_beside, Beside};
+use scoped_sync::cuda::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Stream};
+
+use crate::Gpu;
+use scoped_sync::{BusStopSource, CountingSemaphore, HandoffChannel};
 
 /// A host wait in these measurements gives up after this.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -35,7 +37,7 @@ pub enum DemoError {
     /// A host wait ended early.
     Wait(HostWaitError),
     /// An object could not be placed.
-    Placement(super::PlacementError),
+    Placement(scoped_sync::cuda::PlacementError),
     /// The kernel reported failures, or a result was wrong.
     Wrong(&'static str),
 }
@@ -63,8 +65,8 @@ impl From<HostWaitError> for DemoError {
         DemoError::Wait(error)
     }
 }
-impl From<super::PlacementError> for DemoError {
-    fn from(error: super::PlacementError) -> Self {
+impl From<scoped_sync::cuda::PlacementError> for DemoError {
+    fn from(error: scoped_sync::cuda::PlacementError) -> Self {
         DemoError::Placement(error)
     }
 }
@@ -76,7 +78,7 @@ impl From<super::PlacementError> for DemoError {
 /// `params` match the kernel's parameters and outlive it (callers synchronize `stream`
 /// before dropping what they point at).
 unsafe fn launch(
-    runtime: &Runtime,
+    runtime: &Gpu,
     stream: &Stream,
     kernel: &str,
     block: u32,
@@ -97,7 +99,7 @@ unsafe fn launch(
 /// As for [`launch`]: the parameters match the kernel and outlive it (this waits for
 /// the stream before it returns, also after a failure of `host`).
 unsafe fn beside<R>(
-    runtime: &Runtime,
+    runtime: &Gpu,
     stream: &Stream,
     (kernel, block): (&str, u32),
     params: KernelParams,
@@ -129,13 +131,13 @@ unsafe fn beside<R>(
 /// channel's two words on the same line differed by 13 to 19 ns of about 2 µs on every
 /// line and core. Separate allocations compare placements as much as protocols.
 pub struct RoundTrips<'r> {
-    runtime: &'r Runtime,
-    line: super::MappedBuffer<'r>,
+    runtime: &'r Gpu,
+    line: scoped_sync::cuda::MappedBuffer<'r>,
 }
 
 impl<'r> RoundTrips<'r> {
     /// Allocates the line (with room for the whole channel).
-    pub fn new(runtime: &'r Runtime) -> Result<Self, DemoError> {
+    pub fn new(runtime: &'r Gpu) -> Result<Self, DemoError> {
         let words = std::mem::size_of::<HandoffChannel>() / 4;
         let line = runtime.mapped(words)?;
         let address = line.host_words().as_ptr() as usize;
@@ -330,8 +332,8 @@ fn endpoints(
     channel: &HandoffChannel,
 ) -> Result<
     (
-        crate::Producer<'_, crate::Host>,
-        crate::Consumer<'_, crate::Host>,
+        scoped_sync::Producer<'_, scoped_sync::Host>,
+        scoped_sync::Consumer<'_, scoped_sync::Host>,
     ),
     DemoError,
 > {
@@ -343,9 +345,11 @@ fn endpoints(
 
 /// Average round trip through two ordinary `System`-scope [`CountingSemaphore`]s in
 /// managed memory (read-modify-writes from both sides; the pages migrate).
-pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
-    let to_gpu = runtime.place_managed(CountingSemaphore::<{ crate::SEMAPHORE_MAX }>::new(0))?;
-    let to_host = runtime.place_managed(CountingSemaphore::<{ crate::SEMAPHORE_MAX }>::new(0))?;
+pub fn managed_round_trip(runtime: &Gpu, rounds: u32) -> Result<Duration, DemoError> {
+    let to_gpu =
+        runtime.place_managed(CountingSemaphore::<{ scoped_sync::SEMAPHORE_MAX }>::new(0))?;
+    let to_host =
+        runtime.place_managed(CountingSemaphore::<{ scoped_sync::SEMAPHORE_MAX }>::new(0))?;
     let failures = runtime.zeros::<u32>(1)?;
     let stream = runtime.new_stream()?;
     let params = KernelParams::default()
@@ -374,25 +378,25 @@ pub fn managed_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, De
 pub enum PhaseBarrier {
     /// A [`BusBarrier`] in mapped memory.
     ///
-    /// [`BusBarrier`]: crate::BusBarrier
+    /// [`BusBarrier`]: scoped_sync::BusBarrier
     Bus,
     /// The ordinary `System`-scope [`Barrier`] in managed memory (read-modify-writes
     /// from both sides).
     ///
-    /// [`Barrier`]: crate::Barrier
+    /// [`Barrier`]: scoped_sync::Barrier
     Managed,
 }
 
 /// Mean time of a barrier phase whose participants are one host thread and one GPU
 /// thread (each writes a word before arriving that the other reads after the phase).
 pub fn barrier_phase(
-    runtime: &Runtime,
+    runtime: &Gpu,
     phases: u32,
     barrier: PhaseBarrier,
 ) -> Result<Duration, DemoError> {
     match barrier {
         PhaseBarrier::Bus => {
-            let barrier = runtime.place_mapped(crate::BusBarrier::new(1, 1))?;
+            let barrier = runtime.place_mapped(scoped_sync::BusBarrier::new(1, 1))?;
             timed_phases(
                 runtime,
                 (barrier.device_address(), "bus_barrier_phases"),
@@ -401,7 +405,7 @@ pub fn barrier_phase(
             )
         }
         PhaseBarrier::Managed => {
-            let barrier = runtime.place_managed(crate::Barrier::new(2))?;
+            let barrier = runtime.place_managed(scoped_sync::Barrier::new(2))?;
             timed_phases(
                 runtime,
                 (barrier.device_address(), "bus_managed_barrier_phases"),
@@ -416,7 +420,7 @@ pub fn barrier_phase(
 /// twin) on the barrier at `address` with one block, the host arriving with
 /// `arrive_and_wait`; checks what each side saw; the mean phase.
 fn timed_phases(
-    runtime: &Runtime,
+    runtime: &Gpu,
     (address, kernel): (sys::CUdeviceptr, &str),
     phases: u32,
     arrive_and_wait: impl Fn(HostWait<'_>) -> Result<(), HostWaitError>,
@@ -453,7 +457,7 @@ fn timed_phases(
 }
 
 /// Average time of launching an empty kernel and synchronizing its stream.
-pub fn launch_round_trip(runtime: &Runtime, rounds: u32) -> Result<Duration, DemoError> {
+pub fn launch_round_trip(runtime: &Gpu, rounds: u32) -> Result<Duration, DemoError> {
     let stream = runtime.new_stream()?;
     let kernel = runtime.kernel("bus_empty")?;
     let run = || -> Result<(), CudaError> {
@@ -500,7 +504,7 @@ impl WorkerRun {
 /// counts them out and the answers back), checks each answer, and finally stops the
 /// kernel through a [`BusStopSource`].
 pub fn persistent_worker(
-    runtime: &Runtime,
+    runtime: &Gpu,
     items: u64,
     window: u64,
     threads: u32,
@@ -599,7 +603,7 @@ impl WakeUp {
 
 /// The host's wake-up penalty: the round trip (timed on the GPU) when the host has been
 /// waiting `waited` before the GPU releases, beside the plain round trip; `reps` of each.
-pub fn host_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
+pub fn host_wake_up(runtime: &Gpu, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
     let mut trips = RoundTrips::new(runtime)?;
     let plain = trips.host_wake(Duration::ZERO, reps)?;
     Ok(WakeUp::of(plain, trips.host_wake(waited, reps)?))
@@ -607,7 +611,7 @@ pub fn host_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<Wa
 
 /// The GPU's wake-up penalty: the round trip (timed on the host) when the GPU has been
 /// waiting `waited` for the host's release, beside the plain round trip; `reps` of each.
-pub fn device_wake_up(runtime: &Runtime, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
+pub fn device_wake_up(runtime: &Gpu, waited: Duration, reps: u32) -> Result<WakeUp, DemoError> {
     let mut trips = RoundTrips::new(runtime)?;
     let plain = trips.each_round(reps, Duration::ZERO)?;
     Ok(WakeUp::of(plain, trips.each_round(reps, waited)?))

@@ -15,7 +15,7 @@
 //! ([`launch_beside`]).
 //!
 //! Waits are bounded: the host waits for the GPU through [`Beside::wait`] (a
-//! [`HostWait`](super::HostWait): stream queries for forward progress, and a kernel
+//! [`HostWait`](scoped_sync::cuda::HostWait): stream queries for forward progress, and a kernel
 //! that faulted or ended ends the wait) and gives up after [`PATIENCE`]. On any failure
 //! the host stores the kernel's `ABORT` in `go`, and every GPU thread leaves; a GPU
 //! thread that waits for a lost host gives up by itself after its own patience.
@@ -25,10 +25,12 @@ use std::time::{Duration, Instant};
 
 use sync_shared::bus::BusWait;
 
-use super::beside::{launch_beside, Beside};
-use super::{
-    CorePin, CudaError, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, Runtime, Stream,
+use scoped_sync::cuda::beside::{launch_beside, Beside};
+use scoped_sync::cuda::{
+    CorePin, CudaError, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, Stream,
 };
+
+use crate::Gpu;
 
 /// Blocks of a launch (all co-resident: the host waits for every block each batch).
 pub const GRID: u32 = 8;
@@ -218,7 +220,7 @@ impl HostOutcomes {
     /// The outcomes that showed, most frequent first, as the table prints them
     /// (`r0=1 r1=0`: `r0` new, `r1` old; `?`: impossible).
     pub fn seen(&self) -> Vec<(String, u64)> {
-        let seen = super::litmus::by_frequency(&self.histogram);
+        let seen = crate::litmus::by_frequency(&self.histogram);
         let show = |register: usize| match register {
             OLD => "0",
             NEW => "1",
@@ -376,7 +378,7 @@ fn wait_error(error: HostWaitError) -> CudaError {
 /// A CUDA call failed, the GPU did not answer within [`PATIENCE`], the kernel ended
 /// early, or a GPU thread gave up waiting for the host ([`CudaError::Measurement`]).
 pub fn run(
-    runtime: &Runtime,
+    runtime: &Gpu,
     case: &HostCase,
     instances: u64,
     seed: u32,
@@ -452,7 +454,7 @@ pub fn run(
 /// One launch of `count` batches from `first`: the kernel launched beside the host's
 /// role (see [`launch_beside`]), which plays on this thread.
 fn launch_and_play(
-    runtime: &Runtime,
+    runtime: &Gpu,
     stream: &Stream,
     host: &mut HostSide<'_>,
     params: KernelParams,

@@ -1,0 +1,15 @@
+//! Builds the project's own kernels (`../kernels`) with sync-build, exactly as a
+//! user's build script builds theirs: both flavours, `--locked`, source paths printed
+//! relative to the repository in the checked flavour's messages.
+
+fn main() {
+    let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("harness sits in the repository root")
+        .to_owned();
+    sync_build::KernelCrate::new("../kernels")
+        .checked(true)
+        .locked(true)
+        .remap_path_prefix(repository)
+        .build_or_record();
+}

@@ -1,0 +1,79 @@
+//! The project's own GPU kernels and the host sides of its GPU tests and measurements.
+//!
+//! Nothing here is part of the library: the kernels (`kernels/`: functional and
+//! conformance tests, litmus shapes, cost kernels, codegen probes) are built by
+//! `build.rs` with `sync-build` and loaded through the public runtime, the way a
+//! user's own kernels are. The tests, benches, examples and the report binary use
+//! [`Gpu`].
+
+pub mod bus_demo;
+pub mod litmus;
+pub mod litmus_host;
+pub mod primitive_costs;
+
+use std::ops::Deref;
+
+use scoped_sync::cuda::{CudaError, EmbeddedModule, Kernel, KernelBuild, Module, Runtime};
+
+/// The project's kernels, both builds (`SCOPED_SYNC_KERNELS=checked|release` picks;
+/// a debug build of the program loads the checked one by default).
+pub static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("kernels");
+
+/// Which GPU the tests and measurements use: `SCOPED_SYNC_DEVICE` (an ordinal),
+/// default 0.
+pub const DEVICE_VARIABLE: &str = "SCOPED_SYNC_DEVICE";
+
+/// A GPU with the project's kernels loaded. Dereferences to its [`Runtime`].
+#[derive(Clone, Debug)]
+pub struct Gpu {
+    module: Module,
+}
+
+impl Gpu {
+    /// Opens the GPU [`DEVICE_VARIABLE`] names (default 0) and loads the kernels in
+    /// the build [`EmbeddedModule::default_build`] picks.
+    pub fn open() -> Result<Self, CudaError> {
+        let runtime = Runtime::open(device_ordinal())?;
+        let module = runtime.load(&KERNELS)?;
+        Ok(Self { module })
+    }
+
+    /// As [`open`](Self::open), with the given build of the kernels.
+    pub fn open_build(build: KernelBuild) -> Result<Self, CudaError> {
+        let runtime = Runtime::open(device_ordinal())?;
+        let module = runtime.load_build(&KERNELS, build)?;
+        Ok(Self { module })
+    }
+
+    /// A kernel of the project's module.
+    pub fn kernel(&self, name: &str) -> Result<Kernel, CudaError> {
+        self.module.kernel(name)
+    }
+
+    /// The loaded module.
+    pub fn module(&self) -> &Module {
+        &self.module
+    }
+
+    /// Which build of the kernels is loaded.
+    pub fn kernel_build(&self) -> KernelBuild {
+        self.module
+            .build()
+            .expect("loaded from the embedded kernels")
+    }
+}
+
+impl Deref for Gpu {
+    type Target = Runtime;
+    fn deref(&self) -> &Runtime {
+        self.module.runtime()
+    }
+}
+
+/// The ordinal in [`DEVICE_VARIABLE`], or 0.
+fn device_ordinal() -> usize {
+    std::env::var(DEVICE_VARIABLE)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0)
+}

@@ -1,0 +1,29 @@
+//! What a kernel usually needs, in one `use scoped_sync::prelude::*;` (or
+//! `sync_device::prelude::*`): the primitives at every scope, the hardware barriers,
+//! the bus endpoints, the scopes, and the thread's place in the launch.
+//!
+//! ```ignore
+//! use scoped_sync::prelude::*;
+//!
+//! #[no_mangle]
+//! pub unsafe extern "gpu-kernel" fn step(mut grid: Grid, data: *mut f32) {
+//!     let i = global_thread_index() as usize;
+//!     // ...
+//!     grid.sync();
+//! }
+//! ```
+
+pub use crate::{
+    block_count, block_index, block_size, clock64, cluster_rank, global_thread_count,
+    global_thread_index, map_to_block, shared, sync_block, sync_cluster, thread_in_block,
+};
+pub use crate::{
+    Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, Latch, StopSource, StopToken,
+};
+pub use crate::{Block, Cluster, Device, Scope, System, Thread};
+pub use crate::{BlockBarrier, ClusterBarrier, Grid, SharedBarrier, SharedSlot, WholeBlock};
+pub use crate::{
+    BusBarrier, BusLatch, BusStopSource, DeviceWait, GpuToHost, HandoffChannel, HandoffSemaphore,
+    HostToGpu,
+};
+pub use sync_shared::Ordering;

@@ -1,0 +1,447 @@
+//! [`Kernel`]: one function of a loaded [`Module`](super::Module), its launch limits,
+//! and launches with typed arguments (cudarc's builder) on any stream.
+
+use std::cell::OnceCell;
+use std::fmt;
+
+use cudarc::driver::sys::{self, CUfunction_attribute_enum as FunctionAttribute};
+use cudarc::driver::{CudaFunction, LaunchArgs, LaunchConfig};
+
+use super::grid::GridBarrier;
+use super::{CudaError, Runtime, Stream};
+
+/// Grid, block or cluster dimensions: `x × y × z`. A `u32` is `(x, 1, 1)`; pairs and
+/// triples convert too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim3 {
+    /// Extent in x.
+    pub x: u32,
+    /// Extent in y.
+    pub y: u32,
+    /// Extent in z.
+    pub z: u32,
+}
+
+impl Dim3 {
+    /// `x × y × z`.
+    pub const fn new(x: u32, y: u32, z: u32) -> Self {
+        Self { x, y, z }
+    }
+
+    /// `x × 1 × 1`.
+    pub const fn x(x: u32) -> Self {
+        Self { x, y: 1, z: 1 }
+    }
+
+    /// `x × y × z`, or `None` on overflow.
+    pub fn count(self) -> Option<u32> {
+        self.x.checked_mul(self.y)?.checked_mul(self.z)
+    }
+
+    fn tuple(self) -> (u32, u32, u32) {
+        (self.x, self.y, self.z)
+    }
+}
+
+impl From<u32> for Dim3 {
+    fn from(x: u32) -> Self {
+        Self::x(x)
+    }
+}
+
+impl From<(u32, u32)> for Dim3 {
+    fn from((x, y): (u32, u32)) -> Self {
+        Self { x, y, z: 1 }
+    }
+}
+
+impl From<(u32, u32, u32)> for Dim3 {
+    fn from((x, y, z): (u32, u32, u32)) -> Self {
+        Self { x, y, z }
+    }
+}
+
+impl fmt::Display for Dim3 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}×{}×{}", self.x, self.y, self.z)
+    }
+}
+
+/// Which limit a launch exceeded ([`CudaError::LaunchDoesNotFit`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchLimit {
+    /// A grid, block or cluster extent of zero.
+    EmptyDimension,
+    /// Threads per block, for this kernel (its register use lowers the device's 1024).
+    ThreadsPerBlock,
+    /// A block extent in x, y or z (1024, 1024, 64 on current GPUs).
+    BlockDimension,
+    /// A grid extent in x, y or z (2³¹−1, 65535, 65535).
+    GridDimension,
+    /// Static plus dynamic shared memory per block (the device's opt-in maximum).
+    SharedMemory,
+    /// The grid is not a whole number of clusters in some dimension.
+    ClusterShape,
+}
+
+impl fmt::Display for LaunchLimit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            LaunchLimit::EmptyDimension => "an extent of zero",
+            LaunchLimit::ThreadsPerBlock => "threads per block",
+            LaunchLimit::BlockDimension => "block extent",
+            LaunchLimit::GridDimension => "grid extent",
+            LaunchLimit::SharedMemory => "shared memory per block (bytes)",
+            LaunchLimit::ClusterShape => "grid extent that is a multiple of the cluster's",
+        })
+    }
+}
+
+/// What a kernel may be launched with, read once when the kernel is looked up.
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    threads_per_block: u32,
+    static_shared_bytes: u32,
+    max_block: Dim3,
+    max_grid: Dim3,
+    /// The device's opt-in maximum of shared memory per block.
+    max_shared_bytes: u32,
+}
+
+/// One kernel of a [`Module`](super::Module), ready to launch.
+///
+/// Launch shapes are checked against the kernel's and the device's limits before the
+/// driver sees them: a launch that cannot fit fails with
+/// [`CudaError::LaunchDoesNotFit`] naming the limit, and a cooperative one whose
+/// blocks cannot all be co-resident with [`CudaError::GridTooLarge`].
+pub struct Kernel {
+    pub(super) runtime: Runtime,
+    pub(super) function: CudaFunction,
+    name: String,
+    limits: Limits,
+    /// The dynamic shared memory the function is currently allowed (raised on demand
+    /// past the default 48 KiB).
+    dynamic_shared_allowed: std::cell::Cell<u32>,
+    /// The arrival counter of `launch_grid`'s grid barrier, allocated at first use.
+    pub(super) grid_barrier: OnceCell<GridBarrier>,
+}
+
+impl fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Kernel")
+            .field("name", &self.name)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+impl Kernel {
+    pub(super) fn new(
+        runtime: Runtime,
+        function: CudaFunction,
+        name: &str,
+    ) -> Result<Self, CudaError> {
+        let read = |attribute| {
+            function
+                .get_attribute(attribute)
+                .map(|value| u32::try_from(value).unwrap_or(0))
+                .map_err(CudaError::driver("read a kernel's attributes"))
+        };
+        use sys::CUdevice_attribute::*;
+        let device = |attribute| runtime.attribute(attribute, "read the device's launch limits");
+        let limits = Limits {
+            threads_per_block: read(FunctionAttribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            static_shared_bytes: read(FunctionAttribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+            max_block: Dim3::new(
+                device(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+                device(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+                device(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+            ),
+            max_grid: Dim3::new(
+                device(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+                device(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+                device(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+            ),
+            max_shared_bytes: device(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        };
+        let dynamic_allowed =
+            read(FunctionAttribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)?;
+        Ok(Self {
+            runtime,
+            function,
+            name: name.to_owned(),
+            limits,
+            dynamic_shared_allowed: std::cell::Cell::new(dynamic_allowed),
+            grid_barrier: OnceCell::new(),
+        })
+    }
+
+    /// The kernel's name in its module.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The most threads a block of this kernel may have (its register use can make
+    /// this less than the device's 1024).
+    pub fn max_threads_per_block(&self) -> u32 {
+        self.limits.threads_per_block
+    }
+
+    /// The most dynamic shared memory a block of this kernel may ask for: the device's
+    /// opt-in maximum less the kernel's static shared memory.
+    pub fn max_dynamic_shared_bytes(&self) -> u32 {
+        self.limits
+            .max_shared_bytes
+            .saturating_sub(self.limits.static_shared_bytes)
+    }
+
+    /// The cudarc function, for cudarc's own launch builder.
+    pub fn cudarc(&self) -> &CudaFunction {
+        &self.function
+    }
+
+    /// Blocks of `block_threads` threads that fit on the GPU at once (occupancy per SM
+    /// × SM count): the most a cooperative launch may ask for.
+    pub fn max_coresident_blocks(&self, block_threads: u32) -> Result<u32, CudaError> {
+        self.max_coresident_blocks_with(block_threads, 0)
+    }
+
+    /// As [`max_coresident_blocks`](Self::max_coresident_blocks), for blocks that also
+    /// take `dynamic_shared_bytes` of dynamic shared memory.
+    pub fn max_coresident_blocks_with(
+        &self,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32, CudaError> {
+        self.runtime.bind()?;
+        let per_sm = self
+            .function
+            .occupancy_max_active_blocks_per_multiprocessor(
+                block_threads,
+                dynamic_shared_bytes as usize,
+                None,
+            )
+            .map_err(CudaError::driver("query occupancy"))?;
+        Ok(per_sm * self.runtime.sm_count()?)
+    }
+
+    /// Checks a launch shape against the kernel's and the device's limits, and allows
+    /// the kernel `dynamic_shared_bytes` past the default 48 KiB where the device can.
+    pub(super) fn check_fits(
+        &self,
+        grid: Dim3,
+        block: Dim3,
+        dynamic_shared_bytes: u32,
+    ) -> Result<(), CudaError> {
+        let refuse = |limit, requested: u64, allowed: u64| CudaError::LaunchDoesNotFit {
+            kernel: self.name.clone(),
+            limit,
+            requested,
+            allowed,
+        };
+        for dims in [grid, block] {
+            if dims.x == 0 || dims.y == 0 || dims.z == 0 {
+                return Err(refuse(LaunchLimit::EmptyDimension, 0, 1));
+            }
+        }
+        let limits = &self.limits;
+        let exceeds = |dims: Dim3, max: Dim3| {
+            [(dims.x, max.x), (dims.y, max.y), (dims.z, max.z)]
+                .into_iter()
+                .find(|(extent, limit)| extent > limit)
+        };
+        if let Some((extent, limit)) = exceeds(block, limits.max_block) {
+            return Err(refuse(
+                LaunchLimit::BlockDimension,
+                extent.into(),
+                limit.into(),
+            ));
+        }
+        let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
+        if threads > u64::from(limits.threads_per_block) {
+            return Err(refuse(
+                LaunchLimit::ThreadsPerBlock,
+                threads,
+                limits.threads_per_block.into(),
+            ));
+        }
+        if let Some((extent, limit)) = exceeds(grid, limits.max_grid) {
+            return Err(refuse(
+                LaunchLimit::GridDimension,
+                extent.into(),
+                limit.into(),
+            ));
+        }
+        let shared = u64::from(limits.static_shared_bytes) + u64::from(dynamic_shared_bytes);
+        if shared > u64::from(limits.max_shared_bytes) {
+            return Err(refuse(
+                LaunchLimit::SharedMemory,
+                shared,
+                limits.max_shared_bytes.into(),
+            ));
+        }
+        if dynamic_shared_bytes > self.dynamic_shared_allowed.get() {
+            self.allow_dynamic_shared(dynamic_shared_bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Opts the kernel into `bytes` of dynamic shared memory (past 48 KiB a kernel must
+    /// ask: `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
+    #[cold]
+    fn allow_dynamic_shared(&self, bytes: u32) -> Result<(), CudaError> {
+        self.runtime.bind()?;
+        self.function
+            .set_attribute(
+                FunctionAttribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                i32::try_from(bytes).unwrap_or(i32::MAX),
+            )
+            .map_err(CudaError::driver(
+                "allow a kernel more dynamic shared memory",
+            ))?;
+        self.dynamic_shared_allowed.set(bytes);
+        Ok(())
+    }
+
+    /// Refuses a cooperative launch whose blocks cannot all be on the GPU at once.
+    pub(super) fn check_coresident(
+        &self,
+        grid: Dim3,
+        block: Dim3,
+        dynamic_shared_bytes: u32,
+    ) -> Result<(), CudaError> {
+        let blocks = grid.count().unwrap_or(u32::MAX);
+        let threads = block.count().unwrap_or(u32::MAX);
+        let max = self.max_coresident_blocks_with(threads, dynamic_shared_bytes)?;
+        if blocks > max {
+            return Err(CudaError::GridTooLarge {
+                requested: blocks,
+                max,
+            });
+        }
+        Ok(())
+    }
+
+    /// Launches on `grid × block` threads on the runtime's stream; `args` pushes the
+    /// kernel's arguments (`args.arg(&value)`).
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::LaunchDoesNotFit`] for a shape beyond the kernel's or the device's
+    /// limits; a driver error otherwise.
+    ///
+    /// # Safety
+    ///
+    /// The arguments must match the kernel's parameters in number, order and type, and
+    /// point at memory that outlives the kernel.
+    pub unsafe fn launch<'a>(
+        &'a self,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        let stream = &self.runtime.stream;
+        // SAFETY: the caller vouches for the arguments.
+        unsafe { self.launch_typed(stream, grid.into(), block.into(), 0, false, args) }
+    }
+
+    /// Launches on `stream` with `dynamic_shared_bytes` of dynamic shared memory per
+    /// block (past 48 KiB the kernel is opted in first, up to
+    /// [`max_dynamic_shared_bytes`](Self::max_dynamic_shared_bytes)).
+    ///
+    /// # Errors
+    ///
+    /// As [`launch`](Self::launch).
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch).
+    pub unsafe fn launch_on<'a>(
+        &'a self,
+        stream: &'a Stream,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        dynamic_shared_bytes: u32,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        // SAFETY: the caller vouches for the arguments.
+        unsafe {
+            self.launch_typed(
+                &stream.inner,
+                grid.into(),
+                block.into(),
+                dynamic_shared_bytes,
+                false,
+                args,
+            )
+        }
+    }
+
+    /// A cooperative launch: every block co-resident, so grid-wide barriers are safe.
+    /// Refuses a grid larger than [`max_coresident_blocks`](Self::max_coresident_blocks)
+    /// with [`CudaError::GridTooLarge`] instead of deadlocking.
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch).
+    pub unsafe fn launch_cooperative<'a>(
+        &'a self,
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        let (grid, block) = (grid.into(), block.into());
+        self.check_coresident(grid, block, 0)?;
+        // SAFETY: the caller vouches for the arguments.
+        unsafe { self.launch_typed(&self.runtime.stream, grid, block, 0, true, args) }
+    }
+
+    /// The one typed launch path.
+    ///
+    /// # Safety
+    ///
+    /// As for [`launch`](Self::launch).
+    pub(super) unsafe fn launch_typed<'a>(
+        &'a self,
+        stream: &'a cudarc::driver::CudaStream,
+        grid: Dim3,
+        block: Dim3,
+        dynamic_shared_bytes: u32,
+        cooperative: bool,
+        args: impl FnOnce(&mut LaunchArgs<'a>),
+    ) -> Result<(), CudaError> {
+        self.check_fits(grid, block, dynamic_shared_bytes)?;
+        let mut builder = stream.launch_builder(&self.function);
+        args(&mut builder);
+        let config = LaunchConfig {
+            grid_dim: grid.tuple(),
+            block_dim: block.tuple(),
+            shared_mem_bytes: dynamic_shared_bytes,
+        };
+        // SAFETY: the caller vouches for the arguments.
+        let launched = unsafe {
+            if cooperative {
+                builder.launch_cooperative(config)
+            } else {
+                builder.launch(config)
+            }
+        };
+        launched.map_err(CudaError::driver("launch a kernel"))?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Dim3;
+
+    #[test]
+    fn dimensions_from_numbers_and_tuples() {
+        assert_eq!(Dim3::from(7), Dim3::new(7, 1, 1));
+        assert_eq!(Dim3::from((2, 3)), Dim3::new(2, 3, 1));
+        assert_eq!(Dim3::from((2, 3, 4)).count(), Some(24));
+        assert_eq!(Dim3::new(u32::MAX, 2, 1).count(), None);
+        assert_eq!(Dim3::new(2, 3, 4).to_string(), "2×3×4");
+    }
+}

@@ -1,0 +1,230 @@
+//! [`Runtime`]: a context and a stream on one GPU, and device memory for sync objects.
+
+use std::sync::Arc;
+
+use cudarc::driver::{
+    sys, CudaContext, CudaSlice, CudaStream, DevicePtr, DeviceRepr, ValidAsZeroBits,
+};
+
+use super::{CudaError, Stream};
+
+/// One GPU: a CUDA context and the stream its plain launches and copies use.
+///
+/// Open one by ordinal ([`open`](Self::open)), or wrap a cudarc stream the program
+/// already has ([`from_cudarc`](Self::from_cudarc)), then [`load`](Self::load) modules.
+/// Cloning is cheap and shares the context and stream.
+#[derive(Clone)]
+pub struct Runtime {
+    pub(super) context: Arc<CudaContext>,
+    pub(super) stream: Arc<CudaStream>,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runtime")
+            .field("ordinal", &self.ordinal())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Runtime {
+    /// Opens GPU `ordinal` (its primary context) with its default stream.
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::NoDriver`] on a machine without a CUDA driver,
+    /// [`CudaError::NoSuchDevice`] for an ordinal past the last GPU.
+    pub fn open(ordinal: usize) -> Result<Self, CudaError> {
+        let count = Self::device_count()?;
+        if ordinal >= count {
+            return Err(CudaError::NoSuchDevice { ordinal, count });
+        }
+        let context = CudaContext::new(ordinal).map_err(CudaError::driver("create a context"))?;
+        let stream = context.default_stream();
+        Ok(Self { context, stream })
+    }
+
+    /// How many GPUs the driver sees.
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::NoDriver`] on a machine without a CUDA driver.
+    pub fn device_count() -> Result<usize, CudaError> {
+        // SAFETY: only probes whether the driver library can be loaded.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(CudaError::NoDriver);
+        }
+        let count = CudaContext::device_count().map_err(CudaError::driver("count the GPUs"))?;
+        Ok(usize::try_from(count).unwrap_or(0))
+    }
+
+    /// A runtime on the context of `stream`, a cudarc stream the program already uses:
+    /// plain launches, copies and [`gpu_time`](Self::gpu_time) go to that stream.
+    pub fn from_cudarc(stream: Arc<CudaStream>) -> Self {
+        Self {
+            context: stream.context().clone(),
+            stream,
+        }
+    }
+
+    /// The GPU's ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.context.ordinal()
+    }
+
+    /// The cudarc context.
+    pub fn cudarc_context(&self) -> &Arc<CudaContext> {
+        &self.context
+    }
+
+    /// The cudarc stream of plain launches and copies.
+    pub fn cudarc_stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The GPU's name.
+    pub fn name(&self) -> Result<String, CudaError> {
+        self.context
+            .name()
+            .map_err(CudaError::driver("read the device name"))
+    }
+
+    /// Number of streaming multiprocessors.
+    pub fn sm_count(&self) -> Result<u32, CudaError> {
+        self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "read the SM count",
+        )
+    }
+
+    /// The SM clock rate the driver reports, in MHz (`%clock64` ticks at it).
+    pub fn clock_mhz(&self) -> Result<u32, CudaError> {
+        let khz = self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+            "read the clock rate",
+        )?;
+        Ok(khz / 1000)
+    }
+
+    /// Memory-synchronization domains the GPU has (4 on Hopper, 1 before).
+    pub fn domain_count(&self) -> Result<u32, CudaError> {
+        self.attribute(
+            sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT,
+            "read the memory-sync domain count",
+        )
+    }
+
+    /// A non-negative device attribute.
+    pub(super) fn attribute(
+        &self,
+        attribute: sys::CUdevice_attribute,
+        operation: &'static str,
+    ) -> Result<u32, CudaError> {
+        let value = self
+            .context
+            .attribute(attribute)
+            .map_err(CudaError::driver(operation))?;
+        Ok(u32::try_from(value).unwrap_or(0))
+    }
+
+    /// A new stream, for work that must run beside the default stream's.
+    pub fn new_stream(&self) -> Result<Stream, CudaError> {
+        let inner = self
+            .context
+            .new_stream()
+            .map_err(CudaError::driver("create a stream"))?;
+        Ok(Stream { inner })
+    }
+
+    /// The stream of plain launches and copies.
+    pub fn default_stream(&self) -> Stream {
+        Stream {
+            inner: self.stream.clone(),
+        }
+    }
+
+    /// `words` zeroed words of pinned host memory mapped into the GPU.
+    pub fn mapped(&self, words: usize) -> Result<super::MappedBuffer<'_>, CudaError> {
+        super::MappedBuffer::new(self, words)
+    }
+
+    /// The device address of `slice` (for [`KernelParams`](super::KernelParams)).
+    pub fn address<T>(&self, slice: &CudaSlice<T>) -> sys::CUdeviceptr {
+        let (address, _sync) = slice.device_ptr(&self.stream);
+        address
+    }
+
+    /// Makes the context current on this thread (raw driver calls need it).
+    pub(super) fn bind(&self) -> Result<(), CudaError> {
+        self.context
+            .bind_to_thread()
+            .map_err(CudaError::driver("bind the context"))
+    }
+
+    /// Device memory holding `values`.
+    pub fn upload<T: DeviceRepr>(&self, values: &[T]) -> Result<CudaSlice<T>, CudaError> {
+        self.stream
+            .clone_htod(values)
+            .map_err(CudaError::driver("copy to the device"))
+    }
+
+    /// Device memory holding a copy of `object`, a sync object built on the host: the
+    /// device flavour of the same primitive has the same bytes (the shared layouts are
+    /// asserted at compile time on both sides), so a kernel takes the pointer as a
+    /// `*const sync_device::Barrier` (or `Latch`, ...).
+    pub fn upload_object<T: DeviceObject>(&self, object: &T) -> Result<CudaSlice<u8>, CudaError> {
+        // SAFETY: `DeviceObject` types are plain words without padding or pointers.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(
+                std::ptr::from_ref(object).cast::<u8>(),
+                std::mem::size_of::<T>(),
+            )
+        };
+        self.upload(bytes)
+    }
+
+    /// Zeroed device memory for `len` values.
+    pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
+        &self,
+        len: usize,
+    ) -> Result<CudaSlice<T>, CudaError> {
+        self.stream
+            .alloc_zeros(len)
+            .map_err(CudaError::driver("allocate device memory"))
+    }
+
+    /// The values of `slice`, after the stream's work so far.
+    pub fn download<T: DeviceRepr + Default + Clone>(
+        &self,
+        slice: &CudaSlice<T>,
+    ) -> Result<Vec<T>, CudaError> {
+        self.stream
+            .clone_dtoh(slice)
+            .map_err(CudaError::driver("copy from the device"))
+    }
+
+    /// Waits for the stream's work; a kernel fault shows up here.
+    pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.stream
+            .synchronize()
+            .map_err(CudaError::driver("synchronize the stream"))
+    }
+}
+
+/// A host-built sync object whose bytes a kernel may use as the device flavour's.
+///
+/// # Safety
+///
+/// The type is `#[repr(C)]`, made of 32-bit atomic words only (no padding, pointers or
+/// closures), with the same layout as its device flavour.
+pub unsafe trait DeviceObject {}
+
+// SAFETY: state and expected words; the layout is asserted in `crate::layout_checks`.
+unsafe impl DeviceObject for crate::Barrier {}
+// SAFETY: one word; asserted likewise.
+unsafe impl DeviceObject for crate::Latch {}
+// SAFETY: count and waiter words; asserted likewise.
+unsafe impl<const MAX: u32> DeviceObject for crate::CountingSemaphore<MAX> {}
+// SAFETY: an array of such objects has their layout back to back, without padding
+// (each size is a multiple of its alignment).
+unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {}
