@@ -32,6 +32,7 @@ sreg!(clusterid_z, "%clusterid.z");
 sreg!(nclusterid_x, "%nclusterid.x");
 sreg!(nclusterid_y, "%nclusterid.y");
 sreg!(cluster_nctarank, "%cluster_nctarank");
+sreg!(dynamic_smem_size, "%dynamic_smem_size");
 
 /// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
 /// asm block is a compiler barrier), so two readings bracket what lies between.
@@ -48,19 +49,34 @@ pub fn cluster_rank() -> (u32, u32) {
     (cluster_ctarank(), cluster_nctarank())
 }
 
-/// This thread's `(x, y, z)` in its block.
-pub(crate) fn thread_coordinates() -> [u32; 3] {
+/// This thread's `(x, y, z)` in its block (`threadIdx`).
+pub fn thread_coordinates() -> [u32; 3] {
     [tid_x(), tid_y(), tid_z()]
 }
 
-/// This block's `(x, y, z)` in the grid.
-pub(crate) fn block_coordinates() -> [u32; 3] {
+/// This block's `(x, y, z)` in the grid (`blockIdx`).
+pub fn block_coordinates() -> [u32; 3] {
     [ctaid_x(), ctaid_y(), ctaid_z()]
 }
 
 /// This cluster's index in the grid (x fastest, then y, then z); 0 without clusters.
 pub(crate) fn cluster_index() -> u32 {
     (clusterid_z() * nclusterid_y() + clusterid_y()) * nclusterid_x() + clusterid_x()
+}
+
+/// The block's extent `(x, y, z)` (`blockDim`).
+pub fn block_dimensions() -> [u32; 3] {
+    [ntid_x(), ntid_y(), ntid_z()]
+}
+
+/// The grid's extent in blocks `(x, y, z)` (`gridDim`).
+pub fn grid_dimensions() -> [u32; 3] {
+    [nctaid_x(), nctaid_y(), nctaid_z()]
+}
+
+/// Bytes of dynamic shared memory the launch gave each block (`%dynamic_smem_size`).
+pub fn dynamic_shared_bytes() -> u32 {
+    dynamic_smem_size()
 }
 
 /// A number that tells this launch from every other of the program's lifetime

@@ -170,8 +170,9 @@ pub use cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
 pub use device_print::{print_panic, trap};
 #[cfg(target_arch = "nvptx64")]
 pub use geometry::{
-    block_count, block_index, block_size, clock64, cluster_rank, global_thread_count,
-    global_thread_index, thread_in_block,
+    block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
+    cluster_rank, dynamic_shared_bytes, global_thread_count, global_thread_index, grid_dimensions,
+    thread_coordinates, thread_in_block,
 };
 #[cfg(target_arch = "nvptx64")]
 pub use gpu::{GlobalTime, Gpu};
@@ -181,7 +182,7 @@ pub use grid::Grid;
 #[doc(hidden)]
 pub use shared::shared_bytes;
 #[cfg(target_arch = "nvptx64")]
-pub use shared::{is_shared, SharedSlot};
+pub use shared::{dynamic_shared, is_shared, SharedSlot};
 #[cfg(target_arch = "nvptx64")]
 pub use shared_barrier::{SharedBarrier, SharedToken};
 #[cfg(target_arch = "nvptx64")]

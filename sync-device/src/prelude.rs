@@ -14,8 +14,10 @@
 //! ```
 
 pub use crate::{
-    block_count, block_index, block_size, clock64, cluster_rank, global_thread_count,
-    global_thread_index, map_to_block, shared, sync_block, sync_cluster, thread_in_block,
+    block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
+    cluster_rank, dynamic_shared, dynamic_shared_bytes, global_thread_count, global_thread_index,
+    grid_dimensions, map_to_block, shared, sync_block, sync_cluster, thread_coordinates,
+    thread_in_block,
 };
 pub use crate::{
     Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, Latch, StopSource, StopToken,

@@ -156,3 +156,28 @@ pub fn is_shared<T>(address: *const T) -> bool {
     };
     shared != 0
 }
+
+// The launch's dynamic shared memory: one unsized `.extern .shared` array per module,
+// at the start of the block's dynamic allocation.
+core::arch::global_asm!(".extern .shared .align 16 .b8 scoped_sync_dynamic_shared[];");
+
+/// The block's dynamic shared memory: the bytes the host asked for at launch
+/// (`LaunchOptions::shared_memory_bytes`, `Kernel::launch_on`), 16-byte aligned, as a
+/// generic pointer; [`dynamic_shared_bytes`](crate::dynamic_shared_bytes) says how
+/// many. Counterpart: `extern __shared__ T buffer[];` in CUDA C++.
+///
+/// The memory is uninitialized and shared by the block's threads: order their
+/// accesses with a block barrier.
+pub fn dynamic_shared<T>() -> *mut T {
+    let address: u64;
+    // SAFETY: converts the shared-window address of the array declared above to a
+    // generic address; touches no memory.
+    unsafe {
+        core::arch::asm!(
+            "cvta.shared.u64 {a}, scoped_sync_dynamic_shared;",
+            a = out(reg64) address,
+            options(pure, nomem, nostack),
+        )
+    };
+    address as *mut T
+}

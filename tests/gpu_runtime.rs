@@ -1,0 +1,319 @@
+//! GPU tests of the runtime as a user meets it: opening a GPU by ordinal or from a
+//! cudarc stream, loading modules (embedded, text, file; several at once), 3-D
+//! launches, dynamic shared memory, and the typed errors for a bad module, a missing
+//! kernel and a launch that does not fit. The kernels are the project's own
+//! (`harness::KERNELS`), loaded through the public API only.
+//!
+//! Without a CUDA driver every test prints "skipped: no CUDA driver" and passes.
+
+use std::io::Write;
+
+use harness::KERNELS;
+use scoped_sync::cuda::cudarc::driver::CudaContext;
+use scoped_sync::cuda::{
+    CudaError, Dim3, KernelBuild, KernelParams, LaunchLimit, LaunchOptions, Module, PushKernelArg,
+    Runtime,
+};
+
+/// GPU 0 with the project's release kernels loaded, or `None` without a driver.
+fn open() -> Option<(Runtime, Module)> {
+    match Runtime::open(0) {
+        Ok(runtime) => {
+            let module = runtime
+                .load_build(&KERNELS, KernelBuild::Release)
+                .expect("load the project's kernels");
+            Some((runtime, module))
+        }
+        Err(CudaError::NoDriver) => {
+            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            None
+        }
+        Err(other) => panic!("cannot open GPU 0: {other}"),
+    }
+}
+
+/// Runs `fetch_add_device` on `grid × block` threads of `module`, `iterations` each,
+/// and returns the counter.
+fn count_increments(runtime: &Runtime, module: &Module, grid: u32, block: u32) -> u32 {
+    let kernel = module.kernel("fetch_add_device").unwrap();
+    let counter = runtime.zeros::<u32>(1).unwrap();
+    let iterations = 3_u32;
+    // SAFETY: (u32 pointer, u32) is the kernel's signature.
+    unsafe {
+        kernel.launch(grid, block, |args| {
+            args.arg(&counter).arg(&iterations);
+        })
+    }
+    .unwrap();
+    runtime.download(&counter).unwrap()[0]
+}
+
+#[test]
+fn open_refuses_an_ordinal_past_the_last_gpu() {
+    let Some(_) = open() else { return };
+    let count = Runtime::device_count().unwrap();
+    match Runtime::open(count) {
+        Err(CudaError::NoSuchDevice {
+            ordinal,
+            count: seen,
+        }) => assert_eq!((ordinal, seen), (count, count)),
+        other => panic!("expected NoSuchDevice, got {other:?}"),
+    }
+    let message = Runtime::open(count).unwrap_err().to_string();
+    assert!(message.contains(&format!("no GPU {count}")), "{message}");
+}
+
+#[test]
+fn every_gpu_opens_by_ordinal_and_runs_a_kernel() {
+    let Some(_) = open() else { return };
+    for ordinal in 0..Runtime::device_count().unwrap() {
+        let runtime = Runtime::open(ordinal).unwrap();
+        assert_eq!(runtime.ordinal(), ordinal);
+        let module = runtime.load(&KERNELS).unwrap();
+        assert_eq!(count_increments(&runtime, &module, 4, 64), 4 * 64 * 3);
+    }
+}
+
+#[test]
+fn a_cudarc_stream_is_adopted_with_its_context() {
+    let Some(_) = open() else { return };
+    let context = CudaContext::new(0).unwrap();
+    let stream = context.new_stream().unwrap();
+    let runtime = Runtime::from_cudarc(stream.clone());
+    assert!(std::sync::Arc::ptr_eq(runtime.cudarc_stream(), &stream));
+    assert!(std::sync::Arc::ptr_eq(runtime.cudarc_context(), &context));
+    let module = runtime.load(&KERNELS).unwrap();
+    assert_eq!(count_increments(&runtime, &module, 2, 32), 2 * 32 * 3);
+    // The work went to the caller's stream: cudarc's own copy sees it.
+    let values = stream.clone_htod(&[5_u32, 6]).unwrap();
+    assert_eq!(runtime.download(&values).unwrap(), [5, 6]);
+}
+
+#[test]
+fn both_builds_load_side_by_side_and_run() {
+    let Some((runtime, release)) = open() else {
+        return;
+    };
+    let checked = runtime.load_build(&KERNELS, KernelBuild::Checked).unwrap();
+    assert_eq!(checked.build(), Some(KernelBuild::Checked));
+    assert_eq!(release.build(), Some(KernelBuild::Release));
+    assert_eq!(count_increments(&runtime, &release, 3, 32), 3 * 32 * 3);
+    assert_eq!(count_increments(&runtime, &checked, 3, 32), 3 * 32 * 3);
+}
+
+#[test]
+fn a_ptx_file_loads_and_a_missing_file_is_a_bad_module() {
+    let Some((runtime, _)) = open() else { return };
+    let path = std::env::temp_dir().join(format!("scoped-sync-{}.ptx", std::process::id()));
+    std::fs::write(&path, KERNELS.ptx(KernelBuild::Release).unwrap()).unwrap();
+    let module = runtime.load_file(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(module.name(), path.display().to_string());
+    assert_eq!(count_increments(&runtime, &module, 2, 64), 2 * 64 * 3);
+    match runtime.load_file(&path) {
+        Err(CudaError::BadModule { module, log, .. }) => {
+            assert_eq!(module, path.display().to_string());
+            assert!(log.contains("cannot read"), "{log}");
+        }
+        other => panic!("expected BadModule, got {other:?}"),
+    }
+}
+
+#[test]
+fn broken_ptx_is_refused_with_the_jit_log() {
+    let Some((runtime, _)) = open() else { return };
+    let broken = ".version 8.6\n.target sm_90\n.address_size 64\n\n.visible .entry broken()\n{\n\tnot_an_instruction;\n}\n";
+    match runtime.load_ptx("broken", broken) {
+        Err(CudaError::BadModule { module, error, log }) => {
+            assert_eq!(module, "broken");
+            assert!(error.is_some());
+            assert!(!log.is_empty(), "the JIT log is empty");
+            let message = runtime.load_ptx("broken", broken).unwrap_err().to_string();
+            assert!(message.contains("refused module `broken`"), "{message}");
+        }
+        other => panic!("expected BadModule, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_missing_kernel_is_named() {
+    let Some((_, module)) = open() else { return };
+    match module.kernel("no_such_kernel") {
+        Err(CudaError::NoSuchKernel { module, kernel }) => {
+            assert_eq!(
+                (module.as_str(), kernel.as_str()),
+                ("kernels", "no_such_kernel")
+            );
+        }
+        other => panic!("expected NoSuchKernel, got {other:?}"),
+    }
+}
+
+#[test]
+fn three_dimensional_grids_and_blocks_reach_every_thread() {
+    let Some((runtime, module)) = open() else {
+        return;
+    };
+    let kernel = module.kernel("launch_shape_report").unwrap();
+    let (grid, block) = (Dim3::new(2, 3, 2), Dim3::new(4, 2, 8));
+    let threads = grid.count().unwrap() * block.count().unwrap();
+    for use_ex in [false, true] {
+        let out = runtime.zeros::<u32>(threads as usize + 6).unwrap();
+        if use_ex {
+            let stream = runtime.default_stream();
+            let params = KernelParams::new()
+                .pointer(runtime.address(&out))
+                .u32(threads);
+            // SAFETY: (u32 pointer, u32); `out` holds `threads + 6` words.
+            unsafe { kernel.launch_ex(&stream, grid, block, LaunchOptions::default(), params) }
+                .unwrap();
+        } else {
+            // SAFETY: as above.
+            unsafe {
+                kernel.launch(grid, block, |args| {
+                    args.arg(&out).arg(&threads);
+                })
+            }
+            .unwrap();
+        }
+        let words = runtime.download(&out).unwrap();
+        let mut expected = Vec::new();
+        for bz in 0..grid.z {
+            for by in 0..grid.y {
+                for bx in 0..grid.x {
+                    for tz in 0..block.z {
+                        for ty in 0..block.y {
+                            for tx in 0..block.x {
+                                expected
+                                    .push(tx | ty << 4 | tz << 8 | bx << 12 | by << 16 | bz << 20);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(&words[..threads as usize], expected, "ex: {use_ex}");
+        assert_eq!(
+            &words[threads as usize..],
+            [4, 2, 8, 2, 3, 2],
+            "ex: {use_ex}"
+        );
+    }
+}
+
+#[test]
+fn dynamic_shared_memory_past_48_kib_is_opted_in() {
+    let Some((runtime, module)) = open() else {
+        return;
+    };
+    let kernel = module.kernel("dynamic_shared_sum").unwrap();
+    let blocks = 3_u32;
+    let stream = runtime.new_stream().unwrap();
+    for bytes in [4 * 1024, 96 * 1024] {
+        assert!(bytes <= kernel.max_dynamic_shared_bytes());
+        let words = bytes / 4;
+        let expected_sum = (0..words).fold(0_u32, u32::wrapping_add);
+        let out = runtime.zeros::<u32>(2 * blocks as usize).unwrap();
+        // SAFETY: (u32 pointer); two words per block.
+        unsafe {
+            kernel.launch_on(&stream, blocks, 256, bytes, |args| {
+                args.arg(&out);
+            })
+        }
+        .unwrap();
+        stream.synchronize().unwrap();
+        let got = runtime.download(&out).unwrap();
+        for block in got.chunks(2) {
+            assert_eq!(block, [expected_sum, bytes], "{bytes} bytes");
+        }
+        let out = runtime.zeros::<u32>(2 * blocks as usize).unwrap();
+        let options = LaunchOptions {
+            shared_memory_bytes: bytes,
+            ..LaunchOptions::default()
+        };
+        let params = KernelParams::new().pointer(runtime.address(&out));
+        // SAFETY: as above.
+        unsafe { kernel.launch_ex(&stream, blocks, 256, options, params) }.unwrap();
+        stream.synchronize().unwrap();
+        let got = runtime.download(&out).unwrap();
+        for block in got.chunks(2) {
+            assert_eq!(block, [expected_sum, bytes], "{bytes} bytes, launch_ex");
+        }
+    }
+}
+
+#[test]
+fn launches_that_cannot_fit_are_refused_naming_the_limit() {
+    let Some((runtime, module)) = open() else {
+        return;
+    };
+    let kernel = module.kernel("dynamic_shared_sum").unwrap();
+    let out = runtime.zeros::<u32>(64).unwrap();
+    let stream = runtime.default_stream();
+    let refused = |grid: Dim3, block: Dim3, options: LaunchOptions| {
+        let params = KernelParams::new().pointer(runtime.address(&out));
+        // SAFETY: the launch must be refused before the driver sees it.
+        match unsafe { kernel.launch_ex(&stream, grid, block, options, params) } {
+            Err(CudaError::LaunchDoesNotFit {
+                kernel: name,
+                limit,
+                requested,
+                allowed,
+            }) => {
+                assert_eq!(name, "dynamic_shared_sum");
+                (limit, requested, allowed)
+            }
+            other => panic!("expected LaunchDoesNotFit, got {other:?}"),
+        }
+    };
+    let plain = LaunchOptions::default();
+    let threads = u64::from(kernel.max_threads_per_block());
+    assert_eq!(
+        refused(Dim3::x(1), Dim3::new(1024, 2, 1), plain),
+        (LaunchLimit::ThreadsPerBlock, 2048, threads)
+    );
+    assert_eq!(
+        refused(Dim3::x(1), Dim3::new(1, 1, 128), plain).0,
+        LaunchLimit::BlockDimension
+    );
+    assert_eq!(
+        refused(Dim3::new(1, 70_000, 1), Dim3::x(32), plain).0,
+        LaunchLimit::GridDimension
+    );
+    assert_eq!(
+        refused(Dim3::new(1, 0, 1), Dim3::x(32), plain).0,
+        LaunchLimit::EmptyDimension
+    );
+    let too_much = LaunchOptions {
+        shared_memory_bytes: kernel.max_dynamic_shared_bytes() + 1,
+        ..plain
+    };
+    assert_eq!(
+        refused(Dim3::x(1), Dim3::x(32), too_much).0,
+        LaunchLimit::SharedMemory
+    );
+    let pairs = LaunchOptions {
+        cluster: Some(Dim3::x(2)),
+        ..plain
+    };
+    assert_eq!(
+        refused(Dim3::x(3), Dim3::x(32), pairs),
+        (LaunchLimit::ClusterShape, 3, 2)
+    );
+    // The typed path checks the same limits.
+    // SAFETY: refused before the driver sees it.
+    let typed = unsafe {
+        kernel.launch_on(&stream, 1, (1024, 2), 0, |args| {
+            args.arg(&out);
+        })
+    };
+    assert!(matches!(
+        typed,
+        Err(CudaError::LaunchDoesNotFit {
+            limit: LaunchLimit::ThreadsPerBlock,
+            ..
+        })
+    ));
+    // Nothing was launched: the context still works.
+    assert_eq!(count_increments(&runtime, &module, 1, 32), 32 * 3);
+}
