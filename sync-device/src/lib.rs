@@ -34,8 +34,8 @@
 //! ```
 //!
 //! Its `src/lib.rs`, with the crate attributes every kernel crate needs and one kernel
-//! per device type (each is compiled and run in `examples/user-kernels`, whose kernel
-//! crate these are taken from):
+//! per kind of device object (`examples/user-kernels` compiles and runs the same grid,
+//! block-and-cluster and handoff kernels, and checks their results):
 //!
 //! ```ignore
 //! #![no_std]

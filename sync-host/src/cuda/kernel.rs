@@ -1,8 +1,9 @@
 //! [`Kernel`]: one function of a loaded [`Module`](super::Module), its launch limits,
 //! and launches with typed arguments (cudarc's builder) on any stream.
 
-use std::cell::OnceCell;
 use std::fmt;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUfunction_attribute_enum as FunctionAttribute};
 use cudarc::driver::{CudaFunction, LaunchArgs, LaunchConfig};
@@ -122,9 +123,9 @@ pub struct Kernel {
     limits: Limits,
     /// The dynamic shared memory the function is currently allowed (raised on demand
     /// past the default 48 KiB).
-    dynamic_shared_allowed: std::cell::Cell<u32>,
+    dynamic_shared_allowed: AtomicU32,
     /// The arrival counter of `launch_grid`'s grid barrier, allocated at first use.
-    pub(super) grid_barrier: OnceCell<GridBarrier>,
+    pub(super) grid_barrier: OnceLock<GridBarrier>,
 }
 
 impl fmt::Debug for Kernel {
@@ -172,8 +173,8 @@ impl Kernel {
             function,
             name: name.to_owned(),
             limits,
-            dynamic_shared_allowed: std::cell::Cell::new(dynamic_allowed),
-            grid_barrier: OnceCell::new(),
+            dynamic_shared_allowed: AtomicU32::new(dynamic_allowed),
+            grid_barrier: OnceLock::new(),
         })
     }
 
@@ -281,7 +282,8 @@ impl Kernel {
                 limits.max_shared_bytes.into(),
             ));
         }
-        if dynamic_shared_bytes > self.dynamic_shared_allowed.get() {
+        // Relaxed: a stale value only repeats the driver call, which is idempotent.
+        if dynamic_shared_bytes > self.dynamic_shared_allowed.load(Ordering::Relaxed) {
             self.allow_dynamic_shared(dynamic_shared_bytes)?;
         }
         Ok(())
@@ -291,6 +293,8 @@ impl Kernel {
     /// ask: `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`).
     #[cold]
     fn allow_dynamic_shared(&self, bytes: u32) -> Result<(), CudaError> {
+        // Never lower what another thread's launch was allowed.
+        let bytes = bytes.max(self.dynamic_shared_allowed.load(Ordering::Relaxed));
         self.runtime.bind()?;
         self.function
             .set_attribute(
@@ -300,7 +304,8 @@ impl Kernel {
             .map_err(CudaError::driver(
                 "allow a kernel more dynamic shared memory",
             ))?;
-        self.dynamic_shared_allowed.set(bytes);
+        self.dynamic_shared_allowed
+            .fetch_max(bytes, Ordering::Relaxed);
         Ok(())
     }
 

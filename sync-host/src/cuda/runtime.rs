@@ -13,6 +13,40 @@ use super::{CudaError, Stream};
 /// Open one by ordinal ([`open`](Self::open)), or wrap a cudarc stream the program
 /// already has ([`from_cudarc`](Self::from_cudarc)), then [`load`](Self::load) modules.
 /// Cloning is cheap and shares the context and stream.
+///
+/// ```
+/// use sync_host::cuda::{CudaError, PushKernelArg, Runtime};
+///
+/// // Any PTX: from a kernel crate (`include_kernels!`), nvcc, NVRTC, or written by hand.
+/// const PTX: &str = r#"
+/// .version 8.0
+/// .target sm_90
+/// .address_size 64
+/// .visible .entry add_one(.param .u64 data) {
+///     .reg .u64 %rd<2>;
+///     .reg .u32 %r<2>;
+///     ld.param.u64 %rd0, [data];
+///     cvta.to.global.u64 %rd1, %rd0;
+///     ld.global.u32 %r0, [%rd1];
+///     add.u32 %r1, %r0, 1;
+///     st.global.u32 [%rd1], %r1;
+///     ret;
+/// }
+/// "#;
+///
+/// # fn main() -> Result<(), CudaError> {
+/// let runtime = match Runtime::open(0) {
+///     Err(CudaError::NoDriver) => return Ok(()), // no GPU here
+///     opened => opened?,
+/// };
+/// let module = runtime.load_ptx("add_one", PTX)?;
+/// let add_one = module.kernel("add_one")?;
+/// let data = runtime.upload(&[41_u32])?;
+/// // SAFETY: `add_one` takes one pointer to a u32.
+/// unsafe { add_one.launch(1, 1, |args| { args.arg(&data); }) }?;
+/// assert_eq!(runtime.download(&data)?, [42]);
+/// # Ok(()) }
+/// ```
 #[derive(Clone)]
 pub struct Runtime {
     pub(super) context: Arc<CudaContext>,
