@@ -14,7 +14,7 @@ use super::{CudaError, Stream};
 /// already has ([`from_cudarc`](Self::from_cudarc)), then [`load`](Self::load) modules.
 /// Cloning is cheap and shares the context and stream.
 ///
-/// ```
+/// ```no_run
 /// use sync_host::cuda::{CudaError, PushKernelArg, Runtime};
 ///
 /// // Any PTX: from a kernel crate (`include_kernels!`), nvcc, NVRTC, or written by hand.
