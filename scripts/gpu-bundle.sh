@@ -134,8 +134,12 @@ for tool in "${tools[@]}"; do
     for test in ./gpu*; do
         case "$test" in ./gpu_fault | ./gpu_device_checks) continue ;; esac
         [[ -x "$test" ]] || continue
-        echo "== compute-sanitizer --tool $tool $test"
-        compute-sanitizer --tool "$tool" --error-exitcode 99 --print-limit 20 \
+        # gpu_runtime provokes failed API calls on purpose (broken PTX, a missing
+        # kernel): memcheck would count each as an error.
+        api=()
+        [[ "$test" == ./gpu_runtime ]] && api=(--report-api-errors no)
+        echo "== compute-sanitizer --tool $tool ${api[*]} $test"
+        compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 99 --print-limit 20 \
             "$test" --test-threads=1 2>&1 | tail -n 25
         code=${PIPESTATUS[0]}
         echo "== exit $code"

@@ -118,10 +118,8 @@ mod tests {
                 println!("not assembled: PTXAS is not set");
                 continue;
             };
-            let file = std::env::temp_dir().join(format!(
-                "user-kernels-{build:?}-{}.ptx",
-                std::process::id()
-            ));
+            let file = std::env::temp_dir()
+                .join(format!("user-kernels-{build:?}-{}.ptx", std::process::id()));
             std::fs::write(&file, ptx).unwrap();
             let status = std::process::Command::new(ptxas)
                 .args(["-arch=sm_90", "-o", "/dev/null"])
