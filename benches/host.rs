@@ -2,8 +2,8 @@
 //! with its peer (`std::sync::Barrier`, a Mutex+Condvar semaphore or latch), so that
 //! criterion's comparison across runs and the side-by-side figures come together.
 //!
-//! The timed loops are the report binary's own (`src/report/workloads.rs`,
-//! `src/report/atomics.rs`, `src/report/peers.rs`, included below), so the bench and
+//! The timed loops are the report binary's own (`report/src/report/workloads.rs`,
+//! `report/src/report/atomics.rs`, `report/src/report/peers.rs`, included below), so the bench and
 //! `cargo run --release` measure the same code. Multi-threaded workloads spawn their
 //! threads per batch, as the report does; criterion's batches are long enough (tens of
 //! milliseconds) for the spawn to be small beside them.

@@ -2,7 +2,7 @@
 //! from a ring in mapped memory as the host releases them through a `HandoffChannel`,
 //! hands each answer back through the same channel, and ends when the host requests
 //! stop on a `BusStopSource`. The kernel is `bus_persistent_worker` in `kernels/src/bus.rs`; the
-//! host side is `sync_host::cuda::bus_demo::persistent_worker`, which launches the
+//! host side is `harness::bus_demo::persistent_worker`, which launches the
 //! kernel from a helper thread and feeds it from this one
 //! (`sync_host::cuda::beside::launch_beside`), so the example also runs where launches
 //! block until their kernel ends (`CUDA_LAUNCH_BLOCKING=1`).

@@ -1,4 +1,4 @@
-//! The litmus suite on the GPU (`sync_host::cuda::litmus`): no case may show an outcome
+//! The litmus suite on the GPU (`harness::litmus`): no case may show an outcome
 //! the PTX memory model forbids, and every instance must end in an outcome its shape
 //! can produce. A million instances per case here (`SCOPED_SYNC_LITMUS_INSTANCES` sets
 //! another count); `scoped-sync --litmus` runs more and

@@ -1,4 +1,4 @@
-//! The host↔GPU litmus suite (`sync_host::cuda::litmus_host`): message passing both ways
+//! The host↔GPU litmus suite (`harness::litmus_host`): message passing both ways
 //! and store buffering between a host thread and GPU threads over mapped memory. No case
 //! may show an outcome the memory models forbid, nor a read of a value that neither the
 //! batch nor the one before wrote. A million instances per case here; `scoped-sync

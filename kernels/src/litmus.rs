@@ -348,7 +348,7 @@ struct Parameters {
 /// `STRESS_LINES` lines, `histogram` 256 `u64`s; the launch is cooperative (every
 /// block co-resident) and one-dimensional, with power-of-two block, thread and
 /// cluster counts, and `slots` is the instance count the placement yields there (see
-/// `sync_host::cuda::litmus`).
+/// `harness::litmus`).
 unsafe fn run_shape<Sh: Shape>(mut grid: Grid, p: Parameters) {
     debug_assert!(p.stress_mode <= STRESS_MIXED, "a stress mode");
     let at = Geometry::here(&grid);

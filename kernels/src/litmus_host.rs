@@ -1,7 +1,7 @@
 //! Litmus tests between the GPU and a host thread, over mapped memory (pinned host
 //! memory the GPU reaches across the bus): message passing in both directions and store
 //! buffering, each GPU thread playing one role of one instance while a host thread plays
-//! the other role of every instance. `sync_host::cuda::litmus_host` is the host side.
+//! the other role of every instance. `harness::litmus_host` is the host side.
 //!
 //! # Harness
 //!

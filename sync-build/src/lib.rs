@@ -180,8 +180,11 @@ impl KernelCrate {
         self
     }
 
-    /// The GPU architecture, `sm_XY` (default [`DEFAULT_ARCH`]). sync-device needs
-    /// `sm_90` for cluster scope, the cluster barrier and `SharedBarrier`.
+    /// The GPU architecture, `sm_XY` (default [`DEFAULT_ARCH`]). A kernel crate that
+    /// uses sync-device needs `sm_90` (with PTX ISA 8.6): its `Grid` and device-scope
+    /// acquires use the one-way `fence.acquire`, `SharedBarrier` uses
+    /// `mbarrier.try_wait`, and the cluster items use cluster registers and barriers,
+    /// all sm_90 instructions that `ptxas` refuses for older targets.
     pub fn arch(mut self, arch: &str) -> Self {
         self.arch = arch.to_owned();
         self

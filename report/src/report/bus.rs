@@ -3,7 +3,7 @@
 //! a kernel launch + stream synchronize; the ordinary semaphores in managed memory; the
 //! persistent worker kernel fed through a ring and stopped by a `BusStopSource`
 //! (items/s); and the wake-up penalty after a 5 ms wait on each side. All in one run
-//! (`sync_host::cuda::bus_demo`).
+//! (`harness::bus_demo`).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! `scoped-sync --litmus`: the GPU litmus suite (`sync_host::cuda::litmus`), a table
+//! `scoped-sync --litmus`: the GPU litmus suite (`harness::litmus`), a table
 //! row per case (shape, variant, scope of the operations, placement of the roles):
 //! instances, how often the weak outcome showed, what the PTX memory model says of it
 //! there (and, where it allows it, whether the hardware showed it), and every outcome

@@ -1,4 +1,4 @@
-//! The host↔GPU litmus suite (`sync_host::cuda::litmus_host`): a table row per case:
+//! The host↔GPU litmus suite (`harness::litmus_host`): a table row per case:
 //! instances, how often the weak outcome showed, what the memory models say of it, and
 //! every outcome seen (`r0=1 r1=0`: `r0` read the batch's new value, `r1` the previous
 //! one; `?`: neither, which no case allows).
