@@ -34,6 +34,9 @@ cargo test --workspace --release --locked
 step "a host-only user program: stable only, no nested nvptx build, no PTX"
 bash scripts/host-only-check.sh
 
+step "docs (rustdoc -D warnings)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked --quiet
+
 step "loom models"
 bash scripts/loom.sh
 

@@ -124,6 +124,8 @@
 //! .build_or_record()`), and the program embeds and loads it with
 //! `scoped_sync::include_kernels!("my_kernels")` and `Runtime::load`.
 #![no_std]
+// On host targets the items are compiled out, so the links above have no target there.
+#![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 pub use sync_shared::bus::{

@@ -15,7 +15,7 @@ use sync_shared::{ArrivalToken, UsageError};
 use super::{HostWait, HostWaitError};
 use crate::{Barrier, CountingSemaphore, Latch};
 
-/// See the [module docs](self). Made by dereferencing a [`Placed`](super::Placed)
+/// See the [`cuda`](super) module docs on placement. Made by dereferencing a [`Placed`](super::Placed)
 /// `Latch`, `Barrier` or `CountingSemaphore`.
 ///
 /// ```no_run

@@ -39,8 +39,9 @@ impl Stream {
     }
 
     /// Maps this stream's logical memory-synchronization domains to physical ones
-    /// (`default` for [`MemSyncDomain::Default`] launches, `remote` for
-    /// [`MemSyncDomain::Remote`]); below [`Runtime::domain_count`].
+    /// (`default` for [`MemSyncDomain::Default`](super::MemSyncDomain::Default) launches, `remote` for
+    /// [`MemSyncDomain::Remote`](super::MemSyncDomain::Remote)); below
+    /// [`Runtime::domain_count`](super::Runtime::domain_count).
     pub fn set_domain_map(&self, default: u8, remote: u8) -> Result<(), CudaError> {
         self.bind()?;
         // SAFETY: an all-zero attribute value is valid plain C data.

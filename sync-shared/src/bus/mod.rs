@@ -192,7 +192,8 @@ impl<B: Side, D: Direction> SideOf<B, D> {
 /// counts stay far below.
 pub(crate) const EXCLUSIVE: u64 = 1 << 63;
 
-/// The highest cumulative count: beyond it a count would reach [`EXCLUSIVE`].
+/// The highest cumulative count: beyond it a count would reach the value that marks a
+/// word held by an exclusive endpoint.
 pub const BUS_COUNT_MAX: u64 = EXCLUSIVE - 1;
 
 /// Stops with a usage error (a trap on the device).
