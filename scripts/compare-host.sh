@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Puts scoped-sync's host figures beside libstdc++'s C++20 primitives on this machine.
 #
-# Builds shared/anchors/host_baselines.cpp (g++ -O2 -std=c++20 -pthread), then runs it
+# Builds baselines/host_baselines.cpp (g++ -O2 -std=c++20 -pthread), then runs it
 # and `cargo run --release -- --json` in turns (anchor, ours, anchor, ours, ...), so
 # that both sides see the same machine state, and prints the best (minimum) of each
 # side's runs, op by op, with the ratio ours / libstdc++ (below 1: ours is faster).
@@ -29,8 +29,7 @@ while (($#)); do
 done
 
 repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
-anchor_src="$repo/../shared/anchors/host_baselines.cpp"
-[[ -f "$anchor_src" ]] || { echo "compare-host.sh: no anchor at $anchor_src" >&2; exit 1; }
+anchor_src="$repo/baselines/host_baselines.cpp"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

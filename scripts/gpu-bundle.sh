@@ -67,9 +67,8 @@ cp scripts/gpu-mapped-line.cu "$out/mapped-line.cu"
 # The PTX the binaries embed, for placement.py (which loads it beside the anchor's) and
 # for the example's `bench` (which loads it beside its own module).
 cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
-anchors="$(git rev-parse --show-toplevel)/../shared/anchors"
-cp "$anchors/gpu_baselines.cu" "$out/" 2>/dev/null \
-    || echo "gpu-bundle: $anchors/gpu_baselines.cu not found; compare.sh will not run" >&2
+# The CUDA C++ peers compare.sh builds and runs beside the report (the project's own).
+cp baselines/gpu_baselines.cu "$out/"
 
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash

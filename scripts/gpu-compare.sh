@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a GPU host: builds shared/anchors/gpu_baselines.cu with nvcc and runs it beside
+# On a GPU host: builds gpu_baselines.cu (baselines/ in the repository) with nvcc and runs it beside
 # the scoped-sync report, alternating, in one invocation; prints the per-scope atomic
 # chain and fence costs of both (cycles per operation, best of the rounds) and the
 # ratio ours / CUDA C++.

@@ -1,7 +1,7 @@
 // Why the report measures raw spinning and the handoff channel on one mapped line.
 //
 // A host<->GPU ping-pong on pinned mapped memory, in two shapes:
-//   raw: the anchor's (../shared/anchors/gpu_baselines.cu) one 32-bit word, the host
+//   raw: the anchor's (baselines/gpu_baselines.cu) one 32-bit word, the host
 //        stores odd values, the GPU answers with the next even one;
 //   2w:  the HandoffChannel's shape, two 64-bit words on one line, each written by one
 //        side only (the host's count and the GPU's count).

@@ -11,8 +11,8 @@ ratios (ours / anchor).
 
     python3 gpu-placement.py ANCHOR_CUBIN OUR_PTX        # needs cupy (bundle/compare.sh)
 
-ANCHOR_CUBIN is shared/anchors/gpu_baselines.cu built with `nvcc -cubin`: its kernels
-are launched unchanged, by their mangled names.
+ANCHOR_CUBIN is baselines/gpu_baselines.cu built with `nvcc -cubin`: its kernels
+are launched unchanged, by their C names.
 """
 import statistics
 import sys
@@ -23,20 +23,19 @@ import numpy as np
 ADDRESSES = 16
 CHAIN_ITERATIONS = 4000
 PING_PONG_ITERATIONS = 10000
-SCOPES = {"system": 0, "device": 1, "block": 2}  # cuda::thread_scope values
+SCOPES = ("system", "device", "block")
 
 
 def anchor_chain(scope):
-    return f"_Z14k_atomic_chainILN4cuda3std3__412thread_scopeE{SCOPES[scope]}EEvPjiPx"
+    return f"baseline_atomic_chain_{scope}"
 
 
 def anchor_fence(scope):
-    return f"_Z7k_fenceILN4cuda3std3__412thread_scopeE{SCOPES[scope]}EEviPxPj"
+    return f"baseline_fence_{scope}"
 
 
-ANCHOR_SEMAPHORE = "PN4cuda3__418counting_semaphoreILNS_3std3__412thread_scopeE1ELl2147483647EEE"
-ANCHOR_PING_PONG = f"_Z14k_sem_pingpong{ANCHOR_SEMAPHORE}i"
-ANCHOR_INIT_SEMAPHORES = f"_Z11k_init_sems{ANCHOR_SEMAPHORE}"
+ANCHOR_PING_PONG = "baseline_semaphore_ping_pong"
+ANCHOR_INIT_SEMAPHORES = "baseline_semaphore_init"
 
 
 def offsets():

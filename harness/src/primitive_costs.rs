@@ -1,6 +1,6 @@
 //! The per-primitive cost kernels of the embedded PTX (`kernels/src/primitive_costs.rs`):
 //! which kernel, in which launch shape, with which arguments, shaped like the kernels of
-//! `shared/anchors/gpu_baselines.cu`, and one timed launch of each. The report and the
+//! `baselines/gpu_baselines.cu`, and one timed launch of each. The report and the
 //! criterion GPU benches both measure through this.
 
 use std::time::Duration;

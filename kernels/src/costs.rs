@@ -1,4 +1,4 @@
-//! Per-scope cost kernels, shaped like `shared/anchors/gpu_baselines.cu` so the two
+//! Per-scope cost kernels, shaped like `baselines/gpu_baselines.cu` so the two
 //! can be run side by side: one thread, a dependent chain of `iterations`
 //! operations between two `%clock64` readings.
 
@@ -7,7 +7,7 @@ use sync_shared::scope::{Block, Device, System};
 use sync_shared::Ordering;
 
 /// `v = fetch_add(p, v & 1 | 1, AcqRel)`, `iterations` times: each add depends on the
-/// previous result (the anchor's `k_atomic_chain`).
+/// previous result (the anchor's `baseline_atomic_chain_*`).
 #[inline(always)]
 unsafe fn atomic_chain<S: PtxScope>(p: *mut u32, iterations: u32, cycles: *mut u64) {
     let mut value = 0_u32;
@@ -24,7 +24,7 @@ unsafe fn atomic_chain<S: PtxScope>(p: *mut u32, iterations: u32, cycles: *mut u
     }
 }
 
-/// `p[0] = i; fence(SeqCst)`, `iterations` times (the anchor's `k_fence`).
+/// `p[0] = i; fence(SeqCst)`, `iterations` times (the anchor's `baseline_fence_*`).
 #[inline(always)]
 unsafe fn store_fence<S: PtxScope>(iterations: u32, cycles: *mut u64, p: *mut u32) {
     let start = clock64();

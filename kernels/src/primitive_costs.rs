@@ -1,5 +1,5 @@
 //! Per-primitive cost kernels, shaped like the kernels of
-//! `shared/anchors/gpu_baselines.cu` (same loop, same launch shapes, timed the same
+//! `baselines/gpu_baselines.cu` (same loop, same launch shapes, timed the same
 //! way: GPU events around the launch), so the report can put each beside its anchor.
 //!
 //! Each loop mixes `acc += thread ^ i` into the barrier loop like the anchor, and stores
@@ -29,7 +29,7 @@ fn phases(iterations: u32, sink: *mut u32, mut phase: impl FnMut()) {
     }
 }
 
-/// `iterations` full-block barriers on `barrier.sync` (anchor: `k_syncthreads`).
+/// `iterations` full-block barriers on `barrier.sync` (anchor: `baseline_syncthreads`).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_block_barrier(iterations: u32, out: *mut u32) {
     let mut barrier = BlockBarrier::new();
@@ -37,7 +37,7 @@ pub unsafe extern "gpu-kernel" fn cost_block_barrier(iterations: u32, out: *mut 
 }
 
 /// `iterations` phases of the block's split-phase hardware barrier (`mbarrier`) in
-/// shared memory, every thread arriving (anchor: `k_block_barrier`, libcu++
+/// shared memory, every thread arriving (anchor: `baseline_block_barrier`, libcu++
 /// `cuda::barrier<thread_scope_block>`).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_shared_barrier(iterations: u32, out: *mut u32) {
@@ -71,7 +71,7 @@ pub unsafe extern "gpu-kernel" fn cost_generic_block_barrier(iterations: u32, ou
     phases(iterations, out, || barrier.arrive_and_wait());
 }
 
-/// `iterations` grid barriers of a cooperative launch (anchor: `k_grid_sync`,
+/// `iterations` grid barriers of a cooperative launch (anchor: `baseline_grid_sync`,
 /// `cg::this_grid().sync()`).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_grid_sync(mut grid: Grid, iterations: u32, out: *mut u32) {
@@ -79,7 +79,7 @@ pub unsafe extern "gpu-kernel" fn cost_grid_sync(mut grid: Grid, iterations: u32
 }
 
 /// `iterations` phases of a device-scope barrier in global memory with one arrival per
-/// block (anchor: `k_device_barrier_leader`), through [`WholeBlock`].
+/// block (anchor: `baseline_device_barrier_leader`), through [`WholeBlock`].
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_device_barrier_block(
     barrier: *const Barrier,
@@ -92,7 +92,7 @@ pub unsafe extern "gpu-kernel" fn cost_device_barrier_block(
 }
 
 /// `iterations` phases of a device-scope barrier in global memory, every thread
-/// arriving on its own (anchor: `k_device_barrier_all`; warps are combined).
+/// arriving on its own (anchor: `baseline_device_barrier_all`; warps are combined).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_device_barrier_all(
     barrier: *const Barrier,
@@ -105,7 +105,7 @@ pub unsafe extern "gpu-kernel" fn cost_device_barrier_all(
 }
 
 /// Device-scope semaphore ping-pong between thread 0 of block 0 and of block 1,
-/// `iterations` round trips (anchor: `k_sem_pingpong`). `semaphores` points to two
+/// `iterations` round trips (anchor: `baseline_semaphore_ping_pong`). `semaphores` points to two
 /// semaphores at 0.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_semaphore_ping_pong(

@@ -52,7 +52,7 @@ Options:
              threads, ns_per_op (peers have primitive \"peer:<name>\")
   --quick    a smoke run of about a second: fewer iterations, one repetition
   --gpu-only the GPU sections only (per-scope costs, primitives beside the
-             shared/anchors/gpu_baselines.cu shapes, memory-sync domains)
+             baselines/gpu_baselines.cu shapes, memory-sync domains)
   --litmus   instead of the report, run the GPU litmus suite (each case at least
              INSTANCES times, 10000000 unless given) and print, per case, the
              count of each outcome and whether the PTX memory model allows it

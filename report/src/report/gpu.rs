@@ -1,5 +1,5 @@
 //! The GPU section of the report: per-scope costs measured by kernels built from this
-//! repository, shaped like `shared/anchors/gpu_baselines.cu` (one thread, a dependent
+//! repository, shaped like `baselines/gpu_baselines.cu` (one thread, a dependent
 //! chain timed with `%clock64`), so that `scripts/gpu-compare.sh` can put the CUDA C++
 //! figures beside them.
 

@@ -1,5 +1,5 @@
 //! The GPU primitives section of the report: each device primitive in the loop and
-//! launch shape of its CUDA C++ anchor in `shared/anchors/gpu_baselines.cu`, timed the
+//! launch shape of its CUDA C++ anchor in `baselines/gpu_baselines.cu`, timed the
 //! same way (GPU events around the launch, best of the repetitions), so that
 //! `scripts/gpu-compare.sh` can print ours / anchor from one device call.
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-/// The iteration counts of one operation, as in `shared/anchors/host_baselines.cpp`.
+/// The iteration counts of one operation, as in `baselines/host_baselines.cpp`.
 pub mod iterations {
     /// Barrier phases per measurement (anchor: 200k).
     pub const BARRIER_PHASES: u64 = 200_000;

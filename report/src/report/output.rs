@@ -79,7 +79,7 @@ pub fn write_header(out: &mut impl Write, plan: Plan, gpu_line: &str) -> io::Res
     writeln!(
         out,
         "Method: best (minimum) of {} repetition{}; iteration counts of \
-         shared/anchors/host_baselines.cpp{}.",
+         baselines/host_baselines.cpp{}.",
         plan.repetitions,
         if plan.repetitions == 1 { "" } else { "s" },
         if plan.divisor == 1 {

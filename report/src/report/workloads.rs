@@ -1,7 +1,7 @@
 //! The timed workloads, one function per operation, each generic over the primitive so
 //! that ours and its peer run exactly the same code.
 //!
-//! Their shape mirrors `shared/anchors/host_baselines.cpp` (libstdc++'s C++20
+//! Their shape mirrors `baselines/host_baselines.cpp` (libstdc++'s C++20
 //! primitives), so that the numbers can be put side by side: the same iteration
 //! counts (chosen by the caller), barrier and ping-pong timed from the first thread
 //! spawn to the last join, a fresh latch per iteration, a stack-pinned stop callback.
