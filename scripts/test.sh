@@ -22,6 +22,7 @@ export SYNC_BUILD_REQUIRED=1
 step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path kernels/Cargo.toml -- --check
+cargo fmt --manifest-path kernels/sm80/Cargo.toml -- --check
 cargo fmt --manifest-path examples/user-kernels/kernels/Cargo.toml -- --check
 
 step "cargo clippy --all-targets -D warnings"

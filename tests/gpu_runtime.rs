@@ -383,3 +383,74 @@ fn ptx_text_and_a_cubin_from_ptxas_load_and_run() {
     assert_eq!(adds_one(&runtime, &from_image), 42);
     std::fs::remove_file(&cubin).unwrap();
 }
+
+#[test]
+fn kernels_built_for_sm80_run_on_this_gpu() {
+    let Some((runtime, _)) = open() else { return };
+    // The driver JIT-compiles sm_80 PTX for a newer GPU.
+    let module = runtime
+        .load_build(&harness::KERNELS_SM80, KernelBuild::Release)
+        .unwrap();
+    let block = 128_u32;
+    let phases = 50_u32;
+
+    let grid_kernel = module.kernel("sm80_grid_phases").unwrap();
+    let blocks = grid_kernel
+        .max_coresident_blocks(block)
+        .unwrap()
+        .min(2 * runtime.sm_count().unwrap());
+    let threads = (blocks * block) as usize;
+    let slots = runtime.zeros::<u32>(threads).unwrap();
+    let errors = runtime.zeros::<u32>(1).unwrap();
+    // SAFETY: sm80_grid_phases(Grid, *mut u32, u32, *mut u32); one slot per thread.
+    unsafe {
+        grid_kernel.launch_grid(blocks, block, |args| {
+            args.arg(&slots).arg(&phases).arg(&errors);
+        })
+    }
+    .unwrap();
+    assert_eq!(runtime.download(&errors).unwrap(), [0], "grid barrier");
+
+    let barrier_kernel = module.kernel("sm80_barrier_phases").unwrap();
+    let barrier = runtime
+        .upload_object(&scoped_sync::Barrier::new(threads as u32))
+        .unwrap();
+    // SAFETY: sm80_barrier_phases(*const Barrier, *mut u32, u32, *mut u32); the barrier
+    // expects every thread of the cooperative launch.
+    unsafe {
+        barrier_kernel.launch_cooperative(blocks, block, |args| {
+            args.arg(&barrier).arg(&slots).arg(&phases).arg(&errors);
+        })
+    }
+    .unwrap();
+    assert_eq!(runtime.download(&errors).unwrap(), [0], "Barrier<Device>");
+
+    let exclusion = module.kernel("sm80_semaphore_exclusion").unwrap();
+    let permits = 4_u32;
+    let semaphore = runtime
+        .upload_object(&scoped_sync::CountingSemaphore::<
+            { scoped_sync::SEMAPHORE_MAX },
+        >::new(permits))
+        .unwrap();
+    let words = runtime.zeros::<u32>(2).unwrap();
+    let inside = runtime.address(&words);
+    let rounds = 20_u32;
+    let params = KernelParams::new()
+        .pointer(runtime.address(&semaphore))
+        .pointer(inside)
+        .pointer(inside + 4)
+        .u32(rounds);
+    let stream = runtime.default_stream();
+    // SAFETY: (semaphore, inside, most, rounds); all live until the synchronize.
+    unsafe { exclusion.launch_ex(&stream, blocks, block, LaunchOptions::default(), params) }
+        .unwrap();
+    stream.synchronize().unwrap();
+    let [now_inside, most] = runtime.download(&words).unwrap()[..] else {
+        unreachable!()
+    };
+    assert_eq!(now_inside, 0);
+    assert!(
+        (1..=permits).contains(&most),
+        "{most} threads held one of {permits} permits at once"
+    );
+}

@@ -264,6 +264,28 @@ fn device_checks_exist_only_in_the_checked_build() {
     );
 }
 
+/// Assembles `ptx` with `ptxas -arch=<arch>`; panics with its diagnostics if it refuses.
+fn assemble(ptxas: &std::ffi::OsStr, ptx: &str, arch: &str, label: &str) {
+    let dir =
+        std::env::temp_dir().join(format!("scoped-sync-ptxas-{}-{label}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let file = dir.join("kernels.ptx");
+    std::fs::write(&file, ptx).expect("write the PTX");
+    let output = std::process::Command::new(ptxas)
+        .arg(format!("-arch={arch}"))
+        .arg("-o")
+        .arg(dir.join("kernels.cubin"))
+        .arg(&file)
+        .output()
+        .expect("run ptxas");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success(),
+        "ptxas rejected the {label} PTX for {arch}:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 #[test]
 fn ptxas_accepts_the_modules_for_sm90() {
     let Some(ptxas) = std::env::var_os("PTXAS") else {
@@ -272,24 +294,62 @@ fn ptxas_accepts_the_modules_for_sm90() {
     };
     for build in [KernelBuild::Release, KernelBuild::Checked] {
         let Some(ptx) = ptx_of(build) else { return };
-        let dir = std::env::temp_dir().join(format!(
-            "scoped-sync-ptxas-{}-{build:?}",
-            std::process::id()
-        ));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir.join("kernels.ptx");
-        std::fs::write(&file, ptx).expect("write the PTX");
-        let output = std::process::Command::new(&ptxas)
-            .args(["-arch=sm_90", "-o"])
-            .arg(dir.join("kernels.cubin"))
-            .arg(&file)
-            .output()
-            .expect("run ptxas");
-        let _ = std::fs::remove_dir_all(&dir);
+        assemble(&ptxas, ptx, "sm_90", &format!("{build:?}"));
+    }
+}
+
+/// The sm_80 module (`kernels/sm80`, built with `.arch("sm_80").ptx_isa(7, 8)`) targets
+/// sm_80, holds none of the sm_90 instructions sync-device leaves out there (one-way
+/// fences, cluster scope and registers, mbarrier, the checked build's 128-bit CAS), and
+/// `ptxas` assembles it for sm_80.
+#[test]
+fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
+    for build in [KernelBuild::Release, KernelBuild::Checked] {
+        let ptx = match harness::KERNELS_SM80.ptx(build) {
+            Ok(ptx) => ptx,
+            Err(missing) => {
+                println!("skipped: {missing}");
+                return;
+            }
+        };
         assert!(
-            output.status.success(),
-            "ptxas rejected the {build:?} PTX:\n{}",
-            String::from_utf8_lossy(&output.stderr)
+            ptx.contains(".target sm_80"),
+            "{build:?}: not an sm_80 module"
         );
+        assert!(ptx.contains(".version 7.8"), "{build:?}: not PTX ISA 7.8");
+        for kernel in [
+            "sm80_grid_phases",
+            "sm80_barrier_phases",
+            "sm80_semaphore_exclusion",
+        ] {
+            assert!(
+                ptx.contains(&format!(".entry {kernel}(")),
+                "{build:?}: no {kernel}"
+            );
+        }
+        for sm90 in [
+            "fence.acquire",
+            "fence.release",
+            ".cluster",
+            "%cluster",
+            "mbarrier",
+            "mapa",
+            "getctarank",
+            "b128",
+        ] {
+            assert!(
+                !ptx.contains(sm90),
+                "{build:?}: the sm_80 module uses {sm90}"
+            );
+        }
+        // Acquire and release fences fall back to the two-way fence.
+        assert!(
+            ptx.contains("fence.acq_rel.gpu"),
+            "{build:?}: no fence.acq_rel.gpu"
+        );
+        match std::env::var_os("PTXAS") {
+            Some(ptxas) => assemble(&ptxas, ptx, "sm_80", &format!("sm80-{build:?}")),
+            None => println!("not assembled: PTXAS is not set"),
+        }
     }
 }

@@ -19,6 +19,10 @@ use scoped_sync::cuda::{CudaError, EmbeddedModule, Kernel, KernelBuild, Module, 
 /// a debug build of the program loads the checked one by default).
 pub static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("kernels");
 
+/// Kernels built for sm_80 (PTX ISA 7.8) from `kernels/sm80`: what sync-device offers
+/// before Hopper, both builds.
+pub static KERNELS_SM80: EmbeddedModule = scoped_sync::include_kernels!("kernels_sm80");
+
 /// Which GPU the tests and measurements use: `SCOPED_SYNC_DEVICE` (an ordinal),
 /// default 0.
 pub const DEVICE_VARIABLE: &str = "SCOPED_SYNC_DEVICE";

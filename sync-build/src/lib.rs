@@ -180,11 +180,11 @@ impl KernelCrate {
         self
     }
 
-    /// The GPU architecture, `sm_XY` (default [`DEFAULT_ARCH`]). A kernel crate that
-    /// uses sync-device needs `sm_90` (with PTX ISA 8.6): its `Grid` and device-scope
-    /// acquires use the one-way `fence.acquire`, `SharedBarrier` uses
-    /// `mbarrier.try_wait`, and the cluster items use cluster registers and barriers,
-    /// all sm_90 instructions that `ptxas` refuses for older targets.
+    /// The GPU architecture, `sm_XY` (default [`DEFAULT_ARCH`]). sync-device has
+    /// everything at `sm_90`; for older GPUs (`.arch("sm_80").ptx_isa(7, 8)`, say) it
+    /// leaves out what needs sm_90 instructions (cluster items and scope,
+    /// `SharedBarrier`), so using them is a compile error, and lowers one-way fences to
+    /// `fence.acq_rel` (see sync-device's "Targets").
     pub fn arch(mut self, arch: &str) -> Self {
         self.arch = arch.to_owned();
         self

@@ -4,8 +4,8 @@
 use core::arch::asm;
 
 macro_rules! sreg {
-    ($name:ident, $reg:literal) => {
-        fn $name() -> u32 {
+    ($vis:vis $name:ident, $reg:literal) => {
+        $vis fn $name() -> u32 {
             let value: u32;
             // SAFETY: reading a special register touches no memory.
             unsafe { asm!(concat!("mov.u32 {v}, ", $reg, ";"), v = out(reg32) value, options(nomem, nostack, pure)) };
@@ -25,13 +25,21 @@ sreg!(ctaid_z, "%ctaid.z");
 sreg!(nctaid_x, "%nctaid.x");
 sreg!(nctaid_y, "%nctaid.y");
 sreg!(nctaid_z, "%nctaid.z");
-sreg!(cluster_ctarank, "%cluster_ctarank");
-sreg!(clusterid_x, "%clusterid.x");
-sreg!(clusterid_y, "%clusterid.y");
-sreg!(clusterid_z, "%clusterid.z");
-sreg!(nclusterid_x, "%nclusterid.x");
-sreg!(nclusterid_y, "%nclusterid.y");
-sreg!(cluster_nctarank, "%cluster_nctarank");
+// The cluster registers exist from sm_90 on.
+#[cfg(target_feature = "sm_90")]
+mod cluster_registers {
+    use core::arch::asm;
+
+    sreg!(pub(super) cluster_ctarank, "%cluster_ctarank");
+    sreg!(pub(super) clusterid_x, "%clusterid.x");
+    sreg!(pub(super) clusterid_y, "%clusterid.y");
+    sreg!(pub(super) clusterid_z, "%clusterid.z");
+    sreg!(pub(super) nclusterid_x, "%nclusterid.x");
+    sreg!(pub(super) nclusterid_y, "%nclusterid.y");
+    sreg!(pub(super) cluster_nctarank, "%cluster_nctarank");
+}
+#[cfg(target_feature = "sm_90")]
+use cluster_registers::*;
 sreg!(dynamic_smem_size, "%dynamic_smem_size");
 
 /// The SM's cycle counter (`%clock64`). Not reordered with the code around it (the
@@ -45,6 +53,7 @@ pub fn clock64() -> u64 {
 
 /// This block's rank in its thread-block cluster, and the cluster's block count
 /// (`(0, 1)` when the launch has no clusters). sm_90+.
+#[cfg(target_feature = "sm_90")]
 pub fn cluster_rank() -> (u32, u32) {
     (cluster_ctarank(), cluster_nctarank())
 }
@@ -60,6 +69,7 @@ pub fn block_coordinates() -> [u32; 3] {
 }
 
 /// This cluster's index in the grid (x fastest, then y, then z); 0 without clusters.
+#[cfg(target_feature = "sm_90")]
 pub(crate) fn cluster_index() -> u32 {
     (clusterid_z() * nclusterid_y() + clusterid_y()) * nclusterid_x() + clusterid_x()
 }

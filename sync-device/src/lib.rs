@@ -16,6 +16,17 @@
 //! On host targets this crate is empty, so `cargo build` and `cargo test` of a
 //! workspace that depends on it are unaffected.
 //!
+//! # Targets
+//!
+//! sm_90 (Hopper) with PTX ISA 8.6 has everything. Built for an older GPU (sm_70 to
+//! sm_89, `sync_build::KernelCrate::arch("sm_80").ptx_isa(7, 8)`), the items that need
+//! sm_90 instructions are left out, so that using one is a compile error rather than a
+//! module the driver refuses: `ClusterBarrier`, `map_to_block`, `sync_cluster`,
+//! `cluster_rank`, `SharedSlot::init_cluster`, `Cluster` scope, and `SharedBarrier`
+//! (its `mbarrier.try_wait`). Acquire and release fences become `fence.acq_rel` (the
+//! one-way forms are sm_90), and the checked build checks preconditions but not scope
+//! misuse (its owner table needs a 128-bit CAS).
+//!
 //! # Writing a kernel crate
 //!
 //! A kernel crate is a `#![no_std]` library of its own workspace that depends on
@@ -78,7 +89,7 @@
 //!     let mine = unsafe { (*slot.as_ptr())[next as usize] };
 //!     let cluster = ClusterBarrier::new();
 //!     cluster.wait(cluster.arrive()); // the partner block's writes are visible now
-//!     let partner = map_to_block(slot.as_ptr(), cluster_rank() ^ 1);
+//!     let partner = map_to_block(slot.as_ptr(), cluster_rank().0 ^ 1);
 //!     // SAFETY: the partner block's array, alive until the second cluster barrier.
 //!     let theirs = unsafe { (*partner)[t as usize] };
 //!     cluster.wait(cluster.arrive()); // no block leaves while its partner reads
@@ -137,7 +148,7 @@ pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread, WaiterSlot}
 mod block_barrier;
 #[cfg(target_arch = "nvptx64")]
 mod bus_side;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod cluster;
 #[cfg(target_arch = "nvptx64")]
 mod device_print;
@@ -155,7 +166,7 @@ pub mod ptx_atomics;
 mod scope_check;
 #[cfg(target_arch = "nvptx64")]
 mod shared;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod shared_barrier;
 #[cfg(target_arch = "nvptx64")]
 pub mod warp;
@@ -166,14 +177,16 @@ mod whole_block;
 pub use block_barrier::{sync_block, BlockBarrier};
 #[cfg(target_arch = "nvptx64")]
 pub use bus_side::DeviceWait;
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 pub use cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
 #[cfg(target_arch = "nvptx64")]
 pub use device_print::{print_panic, trap};
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+pub use geometry::cluster_rank;
 #[cfg(target_arch = "nvptx64")]
 pub use geometry::{
     block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
-    cluster_rank, dynamic_shared_bytes, global_thread_count, global_thread_index, grid_dimensions,
+    dynamic_shared_bytes, global_thread_count, global_thread_index, grid_dimensions,
     thread_coordinates, thread_in_block,
 };
 #[cfg(target_arch = "nvptx64")]
@@ -185,7 +198,7 @@ pub use grid::Grid;
 pub use shared::shared_bytes;
 #[cfg(target_arch = "nvptx64")]
 pub use shared::{dynamic_shared, is_shared, SharedSlot};
-#[cfg(target_arch = "nvptx64")]
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 pub use shared_barrier::{SharedBarrier, SharedToken};
 #[cfg(target_arch = "nvptx64")]
 pub use whole_block::WholeBlock;

@@ -16,15 +16,17 @@
 pub use crate::ptx_atomics::PtxScope;
 pub use crate::{
     block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
-    cluster_rank, dynamic_shared, dynamic_shared_bytes, global_thread_count, global_thread_index,
-    grid_dimensions, map_to_block, shared, sync_block, sync_cluster, thread_coordinates,
-    thread_in_block,
+    dynamic_shared, dynamic_shared_bytes, global_thread_count, global_thread_index,
+    grid_dimensions, shared, sync_block, thread_coordinates, thread_in_block,
 };
+// sm_90 only (see the crate docs' "Targets").
+#[cfg(target_feature = "sm_90")]
+pub use crate::{cluster_rank, map_to_block, sync_cluster, ClusterBarrier, SharedBarrier};
 pub use crate::{
     Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, Latch, StopSource, StopToken,
 };
 pub use crate::{Block, Cluster, Device, Scope, System, Thread};
-pub use crate::{BlockBarrier, ClusterBarrier, Grid, SharedBarrier, SharedSlot, WholeBlock};
+pub use crate::{BlockBarrier, Grid, SharedSlot, WholeBlock};
 pub use crate::{
     BusBarrier, BusLatch, BusStopSource, DeviceWait, GpuToHost, HandoffChannel, HandoffSemaphore,
     HostToGpu,

@@ -277,11 +277,19 @@ macro_rules! ptx_scope {
                         Ordering::AcqRel => {
                             asm!(concat!("fence.acq_rel.", $q, ";"), options(nostack))
                         }
+                        // The one-way fences are sm_90 (PTX ISA 8.6); before, the
+                        // two-way fence, which orders at least as much.
+                        #[cfg(target_feature = "sm_90")]
                         Ordering::Acquire => {
                             asm!(concat!("fence.acquire.", $q, ";"), options(nostack))
                         }
+                        #[cfg(target_feature = "sm_90")]
                         Ordering::Release => {
                             asm!(concat!("fence.release.", $q, ";"), options(nostack))
+                        }
+                        #[cfg(not(target_feature = "sm_90"))]
+                        Ordering::Acquire | Ordering::Release => {
+                            asm!(concat!("fence.acq_rel.", $q, ";"), options(nostack))
                         }
                         // `Relaxed` (the enum is non-exhaustive): no fence.
                         _ => {}
@@ -294,6 +302,8 @@ macro_rules! ptx_scope {
 
 ptx_scope!(Thread, "cta");
 ptx_scope!(Block, "cta");
+// The `.cluster` scope qualifier is sm_90.
+#[cfg(target_feature = "sm_90")]
 ptx_scope!(Cluster, "cluster");
 ptx_scope!(Device, "gpu");
 ptx_scope!(System, "sys");

@@ -27,13 +27,15 @@
 //! grid-wide barrier separates the two uses: legal, but a wider scope says it better.
 //! `Thread` scope is not checked.
 
-use sync_shared::{Block, Cluster, Scope};
+use sync_shared::Scope;
+#[cfg(all(debug_assertions, target_feature = "sm_90"))]
+use sync_shared::{Block, Cluster};
 
 /// Checks that the calling thread may use `word` at scope `S` (see the module docs);
 /// nothing in the release build.
 #[inline(always)]
 pub(crate) fn check<S: Scope>(word: *const u32) {
-    #[cfg(debug_assertions)]
+    #[cfg(all(debug_assertions, target_feature = "sm_90"))]
     {
         if S::LEVEL == Block::LEVEL {
             checked::check(word, checked::Group::Block);
@@ -41,11 +43,13 @@ pub(crate) fn check<S: Scope>(word: *const u32) {
             checked::check(word, checked::Group::Cluster);
         }
     }
-    #[cfg(not(debug_assertions))]
+    #[cfg(not(all(debug_assertions, target_feature = "sm_90")))]
     let _ = word;
 }
 
-#[cfg(debug_assertions)]
+// sm_90: a 128-bit CAS claims an owner entry, and shared addresses may be another
+// block's (the cluster window); before sm_90 the checked build checks preconditions only.
+#[cfg(all(debug_assertions, target_feature = "sm_90"))]
 mod checked {
     use core::arch::asm;
     use core::cell::UnsafeCell;

@@ -8,8 +8,11 @@
 use core::marker::PhantomData;
 
 use crate::block_barrier::sync_block;
+#[cfg(target_feature = "sm_90")]
 use crate::cluster::{map_to_block, sync_cluster};
-use crate::geometry::{cluster_rank, thread_in_block};
+#[cfg(target_feature = "sm_90")]
+use crate::geometry::cluster_rank;
+use crate::geometry::thread_in_block;
 
 /// Declares an uninitialized block-shared variable of type `$ty` and evaluates to its
 /// [`SharedSlot`]. Each expansion site is one variable (so a loop reuses it); `$name`
@@ -113,6 +116,7 @@ impl<T> SharedSlot<T> {
         unsafe { &*self.address }
     }
 
+    #[cfg(target_feature = "sm_90")]
     /// Thread 0 of block `owner` in the cluster stores `value` in its instance; after a
     /// cluster barrier every thread of the cluster gets a reference to that instance
     /// (in the owner's shared memory, reached through distributed shared memory).
