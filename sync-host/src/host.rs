@@ -20,7 +20,7 @@ pub struct Host;
 /// Pure spin rounds (round `r` spins `2^r` pause instructions): a few, because a
 /// cross-core hand-off takes well under a microsecond when the other thread runs.
 ///
-/// Tuned on the 2-core machine of this project (see README "Measured"): 3 spin and 16
+/// Tuned on the 2-core machine of this project (see docs/measurements.md): 3 spin and 16
 /// yield rounds gave the best barrier and ping-pong times with 2 threads *and* with 4
 /// threads on 2 cores; longer pure spinning (10 rounds) cost 15x at 4 threads, because
 /// the spinner holds the core the awaited thread needs; no spinning cost 5x at 2.

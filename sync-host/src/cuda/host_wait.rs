@@ -30,7 +30,7 @@ const SPIN: Duration = Duration::from_micros(20);
 /// Then yielding the processor (a polite spin) until this much of the wait has passed.
 const YIELD_UNTIL: Duration = Duration::from_micros(200);
 /// Then sleeping this long between polls. With the timer slack at 1 ns the measured
-/// wake-up penalty after a 5 ms wait is a few microseconds (see README "Measured").
+/// wake-up penalty after a 5 ms wait is a few microseconds (see docs/measurements.md).
 const SLEEP: Duration = Duration::from_micros(5);
 /// Polls before the first reading of the clock.
 const FIRST_POLLS: u32 = 512;
