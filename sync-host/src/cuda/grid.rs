@@ -104,7 +104,7 @@ impl Kernel {
         args: impl FnOnce(&mut LaunchArgs<'a>),
     ) -> Result<(), CudaError> {
         self.check_fits(grid, block, dynamic_shared_bytes)?;
-        self.check_coresident(grid, block, dynamic_shared_bytes)?;
+        self.check_coresident(grid, block, None, dynamic_shared_bytes)?;
         let param = self.zeroed_grid_barrier(stream.cu_stream())?;
         // SAFETY: the caller vouches for the kernel's parameters; the counter lives as
         // long as the kernel object.
@@ -141,20 +141,10 @@ impl Kernel {
         params: KernelParams,
     ) -> Result<(), CudaError> {
         let (grid, block) = (grid.into(), block.into());
-        let threads = block.count().unwrap_or(u32::MAX);
-        let shared = options.shared_memory_bytes;
-        let max = match options.cluster {
-            Some(cluster) => self
-                .max_coresident_clusters_with(threads, cluster, shared)?
-                .saturating_mul(cluster.count().unwrap_or(u32::MAX)),
-            None => self.max_coresident_blocks_with(threads, shared)?,
-        };
-        let blocks = grid.count().unwrap_or(u32::MAX);
-        if blocks > max {
-            return Err(CudaError::GridTooLarge {
-                requested: blocks,
-                max,
-            });
+        // A cooperative launch_ex checks co-residency itself; without the attribute
+        // the size check is all a grid barrier has (see above).
+        if !options.cooperative {
+            self.check_coresident(grid, block, options.cluster, options.shared_memory_bytes)?;
         }
         let param = self.zeroed_grid_barrier(stream.raw())?;
         let params = KernelParams::default().words(&param.words()).append(params);

@@ -309,16 +309,23 @@ impl Kernel {
         Ok(())
     }
 
-    /// Refuses a cooperative launch whose blocks cannot all be on the GPU at once.
+    /// Refuses a cooperative launch whose blocks (in clusters of `cluster`, if any)
+    /// cannot all be on the GPU at once.
     pub(super) fn check_coresident(
         &self,
         grid: Dim3,
         block: Dim3,
+        cluster: Option<Dim3>,
         dynamic_shared_bytes: u32,
     ) -> Result<(), CudaError> {
         let blocks = grid.count().unwrap_or(u32::MAX);
         let threads = block.count().unwrap_or(u32::MAX);
-        let max = self.max_coresident_blocks_with(threads, dynamic_shared_bytes)?;
+        let max = match cluster {
+            Some(cluster) => self
+                .max_coresident_clusters_with(threads, cluster, dynamic_shared_bytes)?
+                .saturating_mul(cluster.count().unwrap_or(u32::MAX)),
+            None => self.max_coresident_blocks_with(threads, dynamic_shared_bytes)?,
+        };
         if blocks > max {
             return Err(CudaError::GridTooLarge {
                 requested: blocks,
@@ -397,7 +404,7 @@ impl Kernel {
         args: impl FnOnce(&mut LaunchArgs<'a>),
     ) -> Result<(), CudaError> {
         let (grid, block) = (grid.into(), block.into());
-        self.check_coresident(grid, block, 0)?;
+        self.check_coresident(grid, block, None, 0)?;
         // SAFETY: the caller vouches for the arguments.
         unsafe { self.launch_typed(&self.runtime.stream, grid, block, 0, true, args) }
     }

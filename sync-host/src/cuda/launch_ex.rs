@@ -199,8 +199,8 @@ impl Kernel {
         if let Some(cluster) = options.cluster {
             self.check_cluster_shape(grid, cluster)?;
         }
-        if options.cooperative && options.cluster.is_none() {
-            self.check_coresident(grid, block, options.shared_memory_bytes)?;
+        if options.cooperative {
+            self.check_coresident(grid, block, options.cluster, options.shared_memory_bytes)?;
         }
         let mut attributes = Vec::new();
         if let Some(blocks) = options.cluster {
