@@ -127,7 +127,13 @@ fn primitives(c: &mut Criterion) {
         for &block in workload.blocks {
             let grid = workload.grid(sms);
             let id = BenchmarkId::new(
-                format!("{} {} {}", workload.scope, workload.primitive, workload.op),
+                format!(
+                    "{} {} {}{}",
+                    workload.scope,
+                    workload.primitive,
+                    workload.op,
+                    workload.variant.map_or(String::new(), |v| format!(" {v}"))
+                ),
                 format!("{grid}x{block}"),
             );
             group.bench_function(id, |b| {

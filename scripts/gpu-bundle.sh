@@ -11,6 +11,10 @@
 #   bash DIR/sanitize.sh [TOOL...]        # the GPU tests under compute-sanitizer
 #   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc;
 #                                         # the same-address table also needs cupy)
+#   bash DIR/host.sh                      # CPU scaling of this host beside libstdc++ and
+#                                         # Rust std (needs g++): records and charts
+#   bash DIR/gate.sh KIND [--calibrate]   # regression gate: re-measure, check every ratio
+#                                         # against ratios.json for machine KIND
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
 #   DIR/persistent_kernel                 # the host-fed persistent kernel example
 #   DIR/user-kernels-example [PART]       # the user's-workspace example (jacobi, cluster,
@@ -67,8 +71,10 @@ cp scripts/gpu-mapped-line.cu "$out/mapped-line.cu"
 # The PTX the binaries embed, for placement.py (which loads it beside the anchor's) and
 # for the example's `bench` (which loads it beside its own module).
 cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
-# The CUDA C++ peers compare.sh builds and runs beside the report (the project's own).
-cp baselines/gpu_baselines.cu "$out/"
+# The CUDA C++ peers compare.sh builds and runs beside the report, and the C++20 host
+# peers host.sh and gate.sh build (the project's own); the stored ratios gate.sh checks.
+cp baselines/gpu_baselines.cu baselines/host_baselines.cpp "$out/"
+cp benches/ratios.json "$out/ratios.json"
 
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
@@ -77,7 +83,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | ./user-kernels-example | *.cu | *.py | *.ptx) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | ./user-kernels-example | ./host_baselines | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
     [[ -x "$test" ]] || continue
     echo "== $test"
     "$test" --test-threads=1 || status=1
@@ -148,4 +154,49 @@ done
 exit $status
 RUN
 chmod +x "$out/sanitize.sh"
+cat > "$out/host.sh" <<'RUN'
+#!/usr/bin/env bash
+# CPU scaling on this host: barrier, semaphore (ping-pong pairs, contended) and latch at
+# 1, 2, 4, ... threads up to twice the hardware threads, ours beside Rust std's and
+# libstdc++'s (built here with g++), in one run; then the charts.
+#   bash host.sh [OUT_DIR]     # default: host-scaling/ beside this script
+set -euo pipefail
+cd "$(dirname "$0")"
+out="${1:-host-scaling}"
+mkdir -p "$out"
+g++ -O2 -std=c++20 -pthread host_baselines.cpp -o host_baselines
+g++ --version | head -1 > "$out/compiler.txt"
+./scoped-sync --host-only --scaling --anchor ./host_baselines --json > "$out/host-scaling.jsonl" 2> "$out/host-scaling.log"
+./scoped-sync --from "$out/host-scaling.jsonl" --plot "$out"
+RUN
+chmod +x "$out/host.sh"
+
+cat > "$out/gate.sh" <<'RUN'
+#!/usr/bin/env bash
+# Regression gate on a GPU host: three runs, each the GPU primitives beside CUDA C++
+# (compare.sh's records) and the host section beside Rust std and libstdc++, then every
+# ratio ours / peer checked against ratios.json for machine KIND (exit 1 when one is
+# worse than its band). With --calibrate, the runs' ratios and bands are stored in
+# ratios.json for KIND instead (copy the file back to benches/ratios.json).
+#   bash gate.sh KIND [--calibrate] [RECORDS_DIR]
+set -euo pipefail
+cd "$(dirname "$0")"
+kind="${1:?usage: gate.sh KIND [--calibrate] [RECORDS_DIR]}"
+shift
+mode=()
+if [[ "${1:-}" == --calibrate ]]; then mode=(--calibrate); shift; fi
+records="${1:-gate-records}"
+runs=3
+mkdir -p "$records"
+g++ -O2 -std=c++20 -pthread host_baselines.cpp -o host_baselines
+COMPARE_PLACEMENT=0 bash compare.sh "$runs" "$records" > "$records/compare.txt"
+from=()
+for run in $(seq "$runs"); do
+    echo "run $run: host section beside libstdc++" >&2
+    ./scoped-sync --host-only --anchor ./host_baselines --json > "$records/host.$run.jsonl" 2>/dev/null
+    from+=(--from "$records/ours.$run.jsonl+$records/anchor.$run.jsonl+$records/host.$run.jsonl")
+done
+./scoped-sync "${from[@]}" --gate ratios.json --machine "$kind" "${mode[@]}"
+RUN
+chmod +x "$out/gate.sh"
 ls -la "$out"

@@ -1,98 +1,124 @@
 #!/usr/bin/env bash
 # On a GPU host: builds gpu_baselines.cu (baselines/ in the repository) with nvcc and runs it beside
-# the scoped-sync report, alternating, in one invocation; prints the per-scope atomic
-# chain and fence costs of both (cycles per operation, best of the rounds) and the
-# ratio ours / CUDA C++.
+# the scoped-sync report, alternating, in one invocation; files both sides' figures as
+# report records (docs/report-schema.md: the anchor's lines become records with our
+# workload keys and impl cuda_cpp / libcudacxx / cooperative_groups), prints ours beside
+# CUDA C++ (best of the rounds) with the ratio ours / CUDA C++, and keeps the records.
 #
-#   bash compare.sh [ROUNDS]          # inside the bundle made by scripts/gpu-bundle.sh
+#   bash compare.sh [ROUNDS [RECORDS_DIR]]   # inside the bundle of scripts/gpu-bundle.sh
+#
+# RECORDS_DIR (default: a temporary folder) receives ours.R.jsonl and anchor.R.jsonl per
+# round R, which gate.sh and `scoped-sync --from` read. COMPARE_PLACEMENT=0 skips the
+# same-address table.
 set -euo pipefail
 cd "$(dirname "$0")"
 rounds="${1:-2}"
 work="$(mktemp -d)"
+records="${2:-$work}"
+mkdir -p "$records"
 nvcc -O3 -std=c++20 -arch=sm_90 gpu_baselines.cu -o "$work/gpu_baselines"
 for round in $(seq "$rounds"); do
     echo "round $round: anchor" >&2
     "$work/gpu_baselines" > "$work/anchor.$round.txt"
     echo "round $round: scoped-sync" >&2
-    ./scoped-sync --gpu-only > "$work/ours.$round.txt" 2>/dev/null
+    ./scoped-sync --gpu-only --json > "$records/ours.$round.jsonl" 2>/dev/null
 done
-cat "$work/anchor.1.txt" "$work/ours.1.txt" > "$work/first-round.txt"
-python3 - "$work" "$rounds" <<'PY'
-import re, sys
-work, rounds = sys.argv[1], int(sys.argv[2])
-anchor, ours = {}, {}
-def keep(table, key, value):
-    table[key] = min(value, table.get(key, float("inf")))
+python3 - "$work" "$records" "$rounds" <<'PY'
+import json, re, sys
+work, records, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+# Anchor line -> the workload key of ours it is measured beside, and who implemented it.
+# (anchor label, impl, [(scope, primitive, op, variant, issue target or None)])
+PRIMITIVES = {
+    "__syncthreads": ("cuda_syncthreads", [("block", "block_barrier", "sync", None, 1.1)]),
+    "cuda::barrier<block>": ("libcudacxx", [
+        ("block", "shared_barrier", "arrive_and_wait", None, 0.8),
+        ("block", "shared_barrier", "arrive_and_wait_parity", None, None),
+        ("block", "barrier", "arrive_and_wait", "shared_memory", None),
+    ]),
+    "cg::grid.sync()": ("cooperative_groups", [("device", "grid", "sync", None, 0.9)]),
+    "cuda::barrier<device> leader": ("libcudacxx", [("device", "barrier", "block_arrive_and_wait", None, None)]),
+    "cuda::barrier<device> all-threads": ("libcudacxx", [("device", "barrier", "arrive_and_wait", None, None)]),
+}
+
+def record(scope, primitive, impl, op, variant, grid, block, value, unit):
+    # The anchor prints one best-of figure per shape: min = median = max.
+    return [{"schema": "scoped-sync-report/1", "backend": "cuda", "scope": scope,
+             "primitive": primitive, "impl": impl, "op": op, "variant": variant,
+             "threads": grid * block, "grid": grid, "block": block, "stat": stat,
+             "value": value, "unit": unit, "repetitions": 1}
+            for stat in ("min", "median", "max")]
+
+targets = {}
 for r in range(1, rounds + 1):
+    out = []
     for line in open(f"{work}/anchor.{r}.txt"):
         m = re.match(r"atomic fetch_add acq_rel chain\s+scope=(\w+)\s*:\s*([\d.]+) cycles", line)
-        if m: keep(anchor, ("atomic chain", m[1]), float(m[2]))
+        if m:
+            out += record(m[1], "atomic", "cuda_cpp", "fetch_add_acq_rel_chain", None, 1, 1, float(m[2]), "cycles")
         m = re.match(r"fence\s+seq_cst store\+fence\s+scope=(\w+)\s*:\s*([\d.]+) cycles", line)
-        if m: keep(anchor, ("store+fence", m[1]), float(m[2]))
-    scope = None
-    for line in open(f"{work}/ours.{r}.txt"):
-        m = re.match(r"== (\w+) scope, cuda backend ==", line)
-        if m: scope = m[1]; continue
-        if line.startswith("=="): scope = None; continue
-        m = re.match(r"(atomic|fence)\s+(\S+)\s+\d+\s+\S+ \(([\d.]+) cyc\)", line)
-        if scope and m:
-            keep(ours, ("atomic chain" if m[1] == "atomic" else "store+fence", scope), float(m[3]))
-print(f"per-scope cost, cycles/op, best of {rounds} round(s) each, alternating; each program on")
-print("its own word, so this compares L2 placements as much as code: see the same-address table")
-print(f"{'operation':<14}{'scope':<8}{'CUDA C++':>10}{'ours':>10}{'ratio':>8}")
-for key in sorted(anchor):
-    if key in ours:
-        print(f"{key[0]:<14}{key[1]:<8}{anchor[key]:>10.1f}{ours[key]:>10.1f}{ours[key] / anchor[key]:>8.3f}")
-missing = [k for k in anchor if k not in ours]
-if missing:
-    sys.exit(f"missing from our report: {missing}")
+        if m:
+            out += record(m[1], "fence", "cuda_cpp", "store_fence_seq_cst", None, 1, 1, float(m[2]), "cycles")
+        m = re.match(r"(?:block|grid)\s+(.+?)\s+grid=(\d+) x\s*(\d+) :\s*([\d.]+) ns", line)
+        if m and m[1] in PRIMITIVES:
+            impl, ours = PRIMITIVES[m[1]]
+            for scope, primitive, op, variant, target in ours:
+                out += record(scope, primitive, impl, op, variant, int(m[2]), int(m[3]), float(m[4]), "ns")
+                targets[(scope, primitive, op, variant, int(m[3]))] = target
+        m = re.match(r"sem\s+\S+ ping-pong.*:\s*([\d.]+) ns", line)
+        if m:
+            out += record("device", "semaphore", "libcudacxx", "ping_pong", "two_blocks", 2, 32, float(m[1]), "ns")
+            targets[("device", "semaphore", "ping_pong", "two_blocks", 32)] = 0.75
+        m = re.match(r"host<->device mapped-memory ping-pong.*:\s*([\d.]+) ns", line)
+        if m:
+            out += record("system", "handoff_channel", "cuda_cpp_raw_spin", "round_trip", "endpoints", 1, 1, float(m[1]), "ns")
+        m = re.match(r"launch empty kernel \+ cudaStreamSynchronize:\s*([\d.]+) ns", line)
+        if m:
+            out += record("system", "handoff_channel", "cuda_cpp_launch_and_sync", "round_trip", "endpoints", 1, 1, float(m[1]), "ns")
+    with open(f"{records}/anchor.{r}.jsonl", "w") as f:
+        f.writelines(json.dumps(x, separators=(",", ":")) + "\n" for x in out)
 
-# Primitives: ns per barrier phase / round trip, best of the rounds on both sides.
-# (anchor label, our op, issue target for ours / anchor or None)
-PAIRS = [
-    ("__syncthreads 128", "BlockBarrier (bar.sync) 132x128", 1.1),
-    ("__syncthreads 1024", "BlockBarrier (bar.sync) 132x1024", 1.1),
-    ("cuda::barrier<block> 128", "SharedBarrier (mbarrier) 132x128", None),
-    ("cuda::barrier<block> 1024", "SharedBarrier (mbarrier) 132x1024", 0.8),
-    ("cuda::barrier<block> 128", "SharedBarrier arrive_and_wait_parity 132x128", None),
-    ("cuda::barrier<block> 1024", "SharedBarrier arrive_and_wait_parity 132x1024", None),
-    ("cuda::barrier<block> 128", "Barrier<Block> in shared 132x128", None),
-    ("cuda::barrier<block> 1024", "Barrier<Block> in shared 132x1024", None),
-    ("cg::grid.sync() 128", "Grid::sync 132x128", 0.9),
-    ("cg::grid.sync() 1024", "Grid::sync 132x1024", 0.9),
-    ("cuda::barrier<device> leader 128", "Barrier<Device> block_arrive_and_wait 132x128", None),
-    ("cuda::barrier<device> leader 1024", "Barrier<Device> block_arrive_and_wait 132x1024", None),
-    ("cuda::barrier<device> all-threads 128", "Barrier<Device> arrive_and_wait 132x128", None),
-    ("counting_semaphore<device> ping-pong", "ping-pong 2 blocks 2x32", 0.75),
-]
-anchor_ns, ours_ns = {}, {}
+# Best (min) per workload and impl over the rounds, ns where both sides have it.
+best = {}
 for r in range(1, rounds + 1):
-    for line in open(f"{work}/anchor.{r}.txt"):
-        m = re.match(r"(?:block|grid)\s+(\S+(?: leader| all-threads)?)\s+grid=\d+ x\s*(\d+) :\s*([\d.]+) ns", line)
-        if m: keep(anchor_ns, f"{m[1]} {m[2]}", float(m[3]))
-        m = re.match(r"sem\s+(\S+ ping-pong)\s.*:\s*([\d.]+) ns", line)
-        if m: keep(anchor_ns, m[1], float(m[2]))
-    for line in open(f"{work}/ours.{r}.txt"):
-        m = re.match(r"(?:barrier|semaphore)\s+(.+? \d+x\d+)\s+\d+\s+([\d.]+)(?:\s|$)", line)
-        if m: keep(ours_ns, m[1], float(m[2]))
-print()
-print(f"primitives, ns per phase (round trip for the semaphore), best of {rounds} round(s)")
-print(f"{'CUDA C++ anchor':<40}{'ns':>9}  {'ours':<48}{'ns':>9}{'ratio':>8}  target")
+    for name in (f"ours.{r}.jsonl", f"anchor.{r}.jsonl"):
+        for line in open(f"{records}/{name}"):
+            x = json.loads(line)
+            if x["stat"] != "min":
+                continue
+            key = (x["scope"], x["primitive"], x["op"], x["variant"], x["grid"], x["block"], x["unit"])
+            side = "ours" if x["impl"] == "scoped_sync" else x["impl"]
+            best[(key, side)] = min(x["value"], best.get((key, side), float("inf")))
+
+def label(key):
+    scope, primitive, op, variant, grid, block, unit = key
+    return f"{scope} {primitive} {op}" + (f" ({variant})" if variant else "") + f" {grid}x{block}"
+
+print(f"ours beside CUDA C++, best of {rounds} round(s) each, alternating")
+print(f"{'workload':<58}{'unit':>7}{'CUDA C++':>11}  {'anchor impl':<26}{'ours':>10}{'ratio':>8}  target")
 failed = []
-for label, op, target in PAIRS:
-    if label not in anchor_ns or op not in ours_ns:
-        failed.append(f"missing: {label if label not in anchor_ns else op}")
+for (key, side), theirs in sorted(best.items(), key=lambda kv: str(kv[0])):
+    if side == "ours":
         continue
-    ratio = ours_ns[op] / anchor_ns[label]
+    if (key, "ours") not in best:
+        failed.append(f"missing from our report: {label(key)}")
+        continue
+    ours = best[(key, "ours")]
+    ratio = ours / theirs
+    target = targets.get(key[:4] + (key[5],))
     verdict = "" if target is None else (f"<= {target}: " + ("met" if ratio <= target else "NOT MET"))
-    print(f"{label:<40}{anchor_ns[label]:>9.1f}  {op:<48}{ours_ns[op]:>9.1f}{ratio:>8.3f}  {verdict}")
+    print(f"{label(key):<58}{key[6]:>7}{theirs:>11.1f}  {side:<26}{ours:>10.1f}{ratio:>8.3f}  {verdict}")
+print("atomic and fence rows: each program on its own word, so they compare L2 placements as")
+print("much as code; see the same-address table")
 if failed:
     sys.exit("; ".join(failed))
 PY
 
 # The same comparison with both sides on the same words (see placement.py): the
 # single-address rows above depend on where each program's allocation landed.
-if python3 -c "import cupy" 2>/dev/null; then
+if [[ "${COMPARE_PLACEMENT:-1}" == 0 ]]; then
+    :
+elif python3 -c "import cupy" 2>/dev/null; then
     nvcc -cubin -O3 -std=c++20 -arch=sm_90 gpu_baselines.cu -o "$work/anchor.cubin"
     echo
     python3 placement.py "$work/anchor.cubin" kernels.ptx

@@ -575,8 +575,14 @@ pub fn persistent_worker(
 pub struct WakeUp {
     /// Median round trip with no extra wait.
     pub plain: Duration,
+    /// Fastest round trip with no extra wait.
+    pub plain_best: Duration,
+    /// Slowest round trip with no extra wait.
+    pub plain_worst: Duration,
     /// Median round trip after the long wait.
     pub after_wait: Duration,
+    /// Fastest round trip after the long wait.
+    pub after_wait_best: Duration,
     /// Slowest round trip after the long wait.
     pub after_wait_worst: Duration,
 }
@@ -587,10 +593,13 @@ impl WakeUp {
         after_wait.sort_unstable();
         Self {
             plain: plain.get(plain.len() / 2).copied().unwrap_or_default(),
+            plain_best: plain.first().copied().unwrap_or_default(),
+            plain_worst: plain.last().copied().unwrap_or_default(),
             after_wait: after_wait
                 .get(after_wait.len() / 2)
                 .copied()
                 .unwrap_or_default(),
+            after_wait_best: after_wait.first().copied().unwrap_or_default(),
             after_wait_worst: after_wait.last().copied().unwrap_or_default(),
         }
     }

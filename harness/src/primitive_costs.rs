@@ -30,10 +30,14 @@ pub struct Workload {
     pub kernel: &'static str,
     /// The scope of the primitive under test (a label).
     pub scope: &'static str,
-    /// The primitive (a label: "barrier", "semaphore").
+    /// The primitive, a report identifier: the type measured, in snake case
+    /// (`"barrier"`, `"shared_barrier"`, `"grid"`, ...).
     pub primitive: &'static str,
-    /// The operation (a label, also the key `scripts/gpu-compare.sh` matches).
+    /// The operation, a report identifier (`"arrive_and_wait"`, `"sync"`, ...).
     pub op: &'static str,
+    /// What distinguishes this workload from another of the same primitive and op
+    /// (`"shared_memory"`), a report identifier.
+    pub variant: Option<&'static str>,
     /// How the kernel is launched.
     pub launch: Launch,
     /// Threads per block, one measurement each.
@@ -47,8 +51,9 @@ pub const WORKLOADS: [Workload; 8] = [
     Workload {
         kernel: "cost_block_barrier",
         scope: "block",
-        primitive: "barrier",
-        op: "BlockBarrier (bar.sync)",
+        primitive: "block_barrier",
+        op: "sync",
+        variant: None,
         launch: Launch::Plain,
         blocks: &[128, 1024],
         iterations: 20_000,
@@ -56,8 +61,9 @@ pub const WORKLOADS: [Workload; 8] = [
     Workload {
         kernel: "cost_shared_barrier",
         scope: "block",
-        primitive: "barrier",
-        op: "SharedBarrier (mbarrier)",
+        primitive: "shared_barrier",
+        op: "arrive_and_wait",
+        variant: None,
         launch: Launch::Plain,
         blocks: &[128, 1024],
         iterations: 20_000,
@@ -65,8 +71,9 @@ pub const WORKLOADS: [Workload; 8] = [
     Workload {
         kernel: "cost_shared_barrier_parity",
         scope: "block",
-        primitive: "barrier",
-        op: "SharedBarrier arrive_and_wait_parity",
+        primitive: "shared_barrier",
+        op: "arrive_and_wait_parity",
+        variant: None,
         launch: Launch::Plain,
         blocks: &[128, 1024],
         iterations: 20_000,
@@ -75,7 +82,8 @@ pub const WORKLOADS: [Workload; 8] = [
         kernel: "cost_generic_block_barrier",
         scope: "block",
         primitive: "barrier",
-        op: "Barrier<Block> in shared",
+        op: "arrive_and_wait",
+        variant: Some("shared_memory"),
         launch: Launch::Plain,
         blocks: &[128, 1024],
         iterations: 20_000,
@@ -83,8 +91,9 @@ pub const WORKLOADS: [Workload; 8] = [
     Workload {
         kernel: "cost_grid_sync",
         scope: "device",
-        primitive: "barrier",
-        op: "Grid::sync",
+        primitive: "grid",
+        op: "sync",
+        variant: None,
         launch: Launch::Grid,
         blocks: &[128, 1024],
         iterations: 5_000,
@@ -93,7 +102,8 @@ pub const WORKLOADS: [Workload; 8] = [
         kernel: "cost_device_barrier_block",
         scope: "device",
         primitive: "barrier",
-        op: "Barrier<Device> block_arrive_and_wait",
+        op: "block_arrive_and_wait",
+        variant: None,
         launch: Launch::DeviceBarrier,
         blocks: &[128, 1024],
         iterations: 5_000,
@@ -102,7 +112,8 @@ pub const WORKLOADS: [Workload; 8] = [
         kernel: "cost_device_barrier_all",
         scope: "device",
         primitive: "barrier",
-        op: "Barrier<Device> arrive_and_wait",
+        op: "arrive_and_wait",
+        variant: None,
         launch: Launch::DeviceBarrier,
         blocks: &[128],
         iterations: 200,
@@ -111,7 +122,8 @@ pub const WORKLOADS: [Workload; 8] = [
         kernel: "cost_semaphore_ping_pong",
         scope: "device",
         primitive: "semaphore",
-        op: "ping-pong 2 blocks",
+        op: "ping_pong",
+        variant: Some("two_blocks"),
         launch: Launch::PingPong,
         blocks: &[32],
         iterations: 20_000,

@@ -8,10 +8,14 @@ mod report;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use report::cli::{self, Command, Options};
+use report::anchor::Anchor;
+use report::cli::{self, Command, Options, Sections};
+use report::host::Threads;
 use report::measure::Plan;
 use report::progress::Progress;
-use report::{bus, domains, gpu, gpu_primitives, host, litmus, litmus_host, output};
+use report::sample::{Record, Row};
+use report::{bus, domains, gate, gpu, gpu_primitives, host, litmus, litmus_host, machine};
+use report::{output, plot};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -23,12 +27,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Command::Litmus(instances)) => run_litmus(instances),
-        Ok(Command::Report(options)) => match run(options) {
-            Ok(()) => ExitCode::SUCCESS,
-            // A closed pipe (`| head`) is the reader's choice, not a failure.
-            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Ok(Command::Report(options)) => match run(&options) {
+            Ok(code) => code,
             Err(error) => {
-                eprintln!("scoped-sync: cannot write the report: {error}");
+                eprintln!("scoped-sync: {error}");
                 ExitCode::FAILURE
             }
         },
@@ -38,7 +40,6 @@ fn main() -> ExitCode {
         }
     }
 }
-
 /// `--litmus`: the GPU cases, then the host↔GPU ones; fails if there is no GPU or a
 /// forbidden outcome showed.
 fn run_litmus(instances: u64) -> ExitCode {
@@ -67,14 +68,111 @@ fn run_litmus(instances: u64) -> ExitCode {
     }
 }
 
-fn run(options: Options) -> io::Result<()> {
+/// The report: measure (or read `--from` runs), print, then plot and gate.
+fn run(options: &Options) -> Result<ExitCode, String> {
+    let runs = if options.from.is_empty() {
+        let records = measure(options).map_err(|error| match error.kind() {
+            // A closed pipe (`| head`) is the reader's choice, not a failure.
+            io::ErrorKind::BrokenPipe => String::new(),
+            _ => format!("cannot write the report: {error}"),
+        });
+        match records {
+            Ok(records) => vec![records],
+            Err(why) if why.is_empty() => return Ok(ExitCode::SUCCESS),
+            Err(why) => return Err(why),
+        }
+    } else {
+        let runs = options
+            .from
+            .iter()
+            .map(|files| gate::read_run(files))
+            .collect::<Result<Vec<_>, _>>()?;
+        if options.json {
+            let mut out = io::stdout().lock();
+            for record in runs.iter().flatten() {
+                writeln!(out, "{}", output::record_line(record)).map_err(|e| e.to_string())?;
+            }
+        }
+        runs
+    };
+    if let Some(dir) = &options.plot {
+        let all: Vec<Record> = runs.iter().flatten().cloned().collect();
+        for chart in plot::write_charts(dir, &all)? {
+            eprintln!("scoped-sync: wrote {}", chart.display());
+        }
+    }
+    match (&options.gate, &options.machine) {
+        (Some(path), Some(kind)) => run_gate(path, kind, options.calibrate, &runs),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `--gate`: check the runs against the stored ratios of `kind`, or (`--calibrate`)
+/// store them.
+fn run_gate(
+    path: &std::path::Path,
+    kind: &str,
+    calibrate: bool,
+    runs: &[Vec<Record>],
+) -> Result<ExitCode, String> {
+    let mut file = gate::load(path)?;
+    if calibrate {
+        let machine = gate::calibrate(runs);
+        eprintln!(
+            "scoped-sync: stored {} ratios from {} runs for '{kind}' in {}",
+            machine.ratios.len(),
+            machine.runs,
+            path.display()
+        );
+        for noisy in &machine.not_gated {
+            eprintln!(
+                "scoped-sync: not gated (runs spread {:.0} %): {} vs {}",
+                noisy.spread * 100.0,
+                noisy.workload,
+                noisy.peer
+            );
+        }
+        file.machines.insert(kind.to_owned(), machine);
+        gate::store(path, &file)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(machine) = file.machines.get(kind) else {
+        let known: Vec<&String> = file.machines.keys().collect();
+        return Err(format!(
+            "{} has no ratios for machine kind '{kind}' (it has {known:?}); store them with --calibrate",
+            path.display()
+        ));
+    };
+    let verdict = gate::check(machine, runs);
+    print!("{}", verdict.text);
+    if verdict.passed {
+        println!("gate: every ratio within its band ({kind})");
+        Ok(ExitCode::SUCCESS)
+    } else {
+        println!("gate: FAILED ({kind})");
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+/// Measures the sections the options ask for, prints them, and returns their records.
+fn measure(options: &Options) -> io::Result<Vec<Record>> {
     let plan = if options.quick {
         Plan::QUICK
     } else {
         Plan::FULL
     };
+    let anchor = options.anchor.as_ref().map(Anchor::new);
+    if let Some(anchor) = &anchor {
+        // Refuse a program that is not the anchor before minutes of measuring.
+        if let Err(error) = anchor.run("stop_requested", 1, 1) {
+            return Err(io::Error::other(format!("--anchor: {error}")));
+        }
+    }
     let mut out = io::stdout().lock();
-    let (gpu_line, runtime) = gpu::open();
+    let (gpu_line, runtime) = match options.sections {
+        Sections::HostOnly => ("GPU: not looked for (--host-only)".to_owned(), None),
+        _ => gpu::open(),
+    };
     if options.json {
         // Stdout carries JSON only; the GPU notice goes where people look.
         eprintln!("{gpu_line}");
@@ -84,34 +182,26 @@ fn run(options: Options) -> io::Result<()> {
         out.flush()?;
     }
 
+    let threads = if options.scaling {
+        Threads::Scaling(u32::try_from(machine::hardware_threads()).unwrap_or(u32::MAX))
+    } else {
+        Threads::Usual
+    };
+    let host_wanted = options.sections != Sections::GpuOnly;
     let gpu_steps = if runtime.is_some() {
         gpu::steps() + gpu_primitives::steps() + domains::steps() + bus::steps()
     } else {
         0
     };
-    let host_steps = if options.gpu_only { 0 } else { host::steps() };
+    let host_steps = if host_wanted { host::steps(threads) } else { 0 };
     let mut progress = Progress::new(host_steps + gpu_steps, !options.quick);
-    let mut rows = if options.gpu_only {
-        Vec::new()
+    let mut rows = if host_wanted {
+        host::measure(plan, threads, anchor.as_ref(), &mut progress)
     } else {
-        host::measure(plan, &mut progress)
+        Vec::new()
     };
     if let Some(runtime) = &runtime {
-        let gpu_rows = gpu::measure(runtime, plan, &mut progress).and_then(|mut gpu_rows| {
-            gpu_rows.extend(gpu_primitives::measure(runtime, plan, &mut progress)?);
-            gpu_rows.extend(domains::measure(runtime, plan, &mut progress)?);
-            Ok(gpu_rows)
-        });
-        let gpu_rows = gpu_rows
-            .map_err(|error| error.to_string())
-            .and_then(|mut gpu_rows| {
-                gpu_rows.extend(
-                    bus::measure(runtime, plan, &mut progress)
-                        .map_err(|error| error.to_string())?,
-                );
-                Ok(gpu_rows)
-            });
-        match gpu_rows {
+        match measure_gpu(runtime, plan, &mut progress) {
             Ok(gpu_rows) => rows.extend(gpu_rows),
             Err(error) => eprintln!("scoped-sync: the GPU section failed: {error}"),
         }
@@ -123,5 +213,24 @@ fn run(options: Options) -> io::Result<()> {
     } else {
         output::write_table(&mut out, &rows)?;
     }
-    out.flush()
+    out.flush()?;
+    Ok(rows
+        .iter()
+        .flat_map(|row| std::iter::once(&row.ours).chain(&row.peers))
+        .flat_map(|sample| sample.records())
+        .collect())
+}
+
+/// The GPU sections, in report order.
+fn measure_gpu(
+    runtime: &harness::Gpu,
+    plan: Plan,
+    progress: &mut Progress,
+) -> Result<Vec<Row>, String> {
+    let text = |error: &dyn std::fmt::Display| error.to_string();
+    let mut rows = gpu::measure(runtime, plan, progress).map_err(|e| text(&e))?;
+    rows.extend(gpu_primitives::measure(runtime, plan, progress).map_err(|e| text(&e))?);
+    rows.extend(domains::measure(runtime, plan, progress).map_err(|e| text(&e))?);
+    rows.extend(bus::measure(runtime, plan, progress).map_err(|e| text(&e))?);
+    Ok(rows)
 }

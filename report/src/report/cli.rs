@@ -1,14 +1,15 @@
-//! The command line: `[--json] [--quick] [--gpu-only]`, `--litmus [INSTANCES]`,
-//! `--help`, and nothing else.
+//! The command line: what to measure (or which stored records to read), how to print
+//! it, and what to make of it (charts, a regression gate).
 
 use std::fmt;
+use std::path::PathBuf;
 
 /// What the command line asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Print the usage and exit.
     Help,
-    /// Measure and print the report.
+    /// Measure (or read `--from` records), then print, plot and gate.
     Report(Options),
     /// Run the GPU litmus suite, at least this many instances per case.
     Litmus(u64),
@@ -17,15 +18,43 @@ pub enum Command {
 /// Instances per litmus case unless the command line says otherwise.
 pub const LITMUS_INSTANCES: u64 = 10_000_000;
 
-/// How to run and print the report.
+/// Which sections to measure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sections {
+    /// Host, and the GPU sections where there is a GPU.
+    #[default]
+    All,
+    /// The host section only (no CUDA driver is even looked for).
+    HostOnly,
+    /// The GPU sections only.
+    GpuOnly,
+}
+
+/// How to run and print the report.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Options {
-    /// One JSON object per line instead of the table.
+    /// One JSON record per line instead of the table.
     pub json: bool,
     /// A short smoke run instead of the full measurement.
     pub quick: bool,
-    /// Skip the host section (the GPU sections only).
-    pub gpu_only: bool,
+    /// Which sections.
+    pub sections: Sections,
+    /// The host workloads at every thread count up to twice the cores.
+    pub scaling: bool,
+    /// The built `baselines/host_baselines.cpp`, run beside ours.
+    pub anchor: Option<PathBuf>,
+    /// Instead of measuring, read records: one run per entry, each run one or more
+    /// JSON-lines files.
+    pub from: Vec<Vec<PathBuf>>,
+    /// Write the charts into this folder.
+    pub plot: Option<PathBuf>,
+    /// Check the ratios against this gate file ...
+    pub gate: Option<PathBuf>,
+    /// ... under this machine kind (also the kind `--calibrate` writes).
+    pub machine: Option<String>,
+    /// Write the ratios of the `--from` runs, with their noise bands, into the gate file
+    /// (`--gate`) under `--machine`, instead of checking them.
+    pub calibrate: bool,
 }
 
 /// A command line that this program does not understand.
@@ -40,37 +69,76 @@ impl fmt::Display for UsageError {
 
 /// The text of `--help`.
 pub const USAGE: &str = "\
-Usage: scoped-sync [--json] [--quick] [--gpu-only]
+Usage: scoped-sync [--json] [--quick] [--host-only | --gpu-only] [--scaling]
+                   [--anchor PROGRAM] [--plot DIR] [--gate FILE --machine KIND]
+       scoped-sync --from FILE[+FILE...] [--from ...] [--json] [--plot DIR]
+                   [--gate FILE --machine KIND [--calibrate]]
        scoped-sync --litmus [INSTANCES]
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
-beside what Rust programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
-latch), and the scoped atomic and fence costs underneath.
+beside what programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
+latch, libstdc++'s C++20 primitives with --anchor), and the scoped atomic and fence
+costs underneath.
 
-Options:
-  --json     print one JSON object per line: backend, scope, primitive, op,
-             threads, ns_per_op (peers have primitive \"peer:<name>\")
-  --quick    a smoke run of about a second: fewer iterations, one repetition
-  --gpu-only the GPU sections only (per-scope costs, primitives beside the
-             baselines/gpu_baselines.cu shapes, memory-sync domains)
-  --litmus   instead of the report, run the GPU litmus suite (each case at least
-             INSTANCES times, 10000000 unless given) and print, per case, the
-             count of each outcome and whether the PTX memory model allows it
-  -h, --help print this help
+Measuring:
+  --quick      a smoke run of about a second: fewer iterations, one repetition
+  --host-only  the host section only (no CUDA driver is looked for)
+  --gpu-only   the GPU sections only (per-scope costs, primitives in the shapes of
+               baselines/gpu_baselines.cu, memory-sync domains, host<->GPU handoff)
+  --scaling    barrier, semaphore and latch at 1, 2, 4, ... threads up to the
+               hardware threads, and twice that
+  --anchor P   run P, the built baselines/host_baselines.cpp
+               (g++ -O2 -std=c++20 -pthread), beside each host workload it has,
+               alternating with ours; its figures are the 'libstdcxx' rows
 
-Compare with libstdc++ on the same machine: scripts/compare-host.sh";
+Reading instead of measuring:
+  --from F     records written by --json (and anchor records in the same schema);
+               one run per --from, its files joined by '+'
+
+Output:
+  --json       one JSON record per line (schema: docs/report-schema.md); a
+               measurement gives three records per unit (stat min, median, max)
+  --plot DIR   write SVG charts into DIR: costs per backend (log scale), CPU
+               scaling curves, host<->GPU round trips and wake-ups
+  --gate F     compare each ratio ours/peer with the one stored in gate file F
+               for --machine KIND; exit 1 if one is worse than its noise band
+  --calibrate  with --gate and three or more --from runs: store the runs'
+               median ratios and bands in F for KIND instead of checking
+
+  --litmus     instead of the report, run the GPU litmus suite (each case at least
+               INSTANCES times, 10000000 unless given) and print, per case, the
+               count of each outcome and whether the PTX memory model allows it
+  -h, --help   print this help";
 
 /// Parses the arguments after the program name.
 pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageError> {
     let mut options = Options::default();
     let mut args = args.into_iter();
+    let value = |flag: &str, args: &mut dyn Iterator<Item = String>| {
+        args.next()
+            .filter(|value| !value.starts_with("--"))
+            .ok_or_else(|| UsageError(format!("{flag} needs a value")))
+    };
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "--litmus" => return litmus(args),
             "--json" => options.json = true,
             "--quick" => options.quick = true,
-            "--gpu-only" => options.gpu_only = true,
+            "--host-only" => options.sections = sections(options.sections, Sections::HostOnly)?,
+            "--gpu-only" => options.sections = sections(options.sections, Sections::GpuOnly)?,
+            "--scaling" => options.scaling = true,
+            "--calibrate" => options.calibrate = true,
+            "--anchor" => options.anchor = Some(value("--anchor", &mut args)?.into()),
+            "--plot" => options.plot = Some(value("--plot", &mut args)?.into()),
+            "--gate" => options.gate = Some(value("--gate", &mut args)?.into()),
+            "--machine" => options.machine = Some(value("--machine", &mut args)?),
+            "--from" => options.from.push(
+                value("--from", &mut args)?
+                    .split('+')
+                    .map(PathBuf::from)
+                    .collect(),
+            ),
             other if other.starts_with('-') => {
                 return Err(UsageError(format!("unknown option '{other}'")));
             }
@@ -81,7 +149,38 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             }
         }
     }
+    check(&options)?;
     Ok(Command::Report(options))
+}
+
+/// At most one of `--host-only` and `--gpu-only`.
+fn sections(old: Sections, new: Sections) -> Result<Sections, UsageError> {
+    if old == Sections::All || old == new {
+        Ok(new)
+    } else {
+        Err(UsageError(
+            "--host-only and --gpu-only exclude each other".to_owned(),
+        ))
+    }
+}
+
+/// Combinations that cannot mean anything.
+fn check(options: &Options) -> Result<(), UsageError> {
+    let refuse = |why: &str| Err(UsageError(why.to_owned()));
+    if options.gate.is_some() != options.machine.is_some() {
+        return refuse("--gate and --machine go together");
+    }
+    if options.calibrate && (options.gate.is_none() || options.from.len() < 3) {
+        return refuse("--calibrate needs --gate, --machine and at least three --from runs");
+    }
+    let measuring = options.quick
+        || options.scaling
+        || options.anchor.is_some()
+        || options.sections != Sections::All;
+    if !options.from.is_empty() && measuring {
+        return refuse("--from reads stored records; it takes no measuring option");
+    }
+    Ok(())
 }
 
 /// The rest of a `--litmus` command line: an optional instance count.
@@ -113,31 +212,64 @@ mod tests {
         parse(args.iter().map(|arg| (*arg).to_owned()))
     }
 
+    fn options(args: &[&str]) -> Options {
+        match parse_strs(args) {
+            Ok(Command::Report(options)) => options,
+            other => panic!("{args:?} parsed as {other:?}"),
+        }
+    }
+
     #[test]
     fn flags_combine() {
-        assert_eq!(
-            parse_strs(&["--quick", "--json"]),
-            Ok(Command::Report(Options {
-                json: true,
-                quick: true,
-                gpu_only: false,
-            }))
-        );
-        assert_eq!(parse_strs(&[]), Ok(Command::Report(Options::default())));
+        let quick_json = options(&["--quick", "--json"]);
+        assert!(quick_json.json && quick_json.quick);
+        assert_eq!(options(&[]), Options::default());
         assert_eq!(parse_strs(&["--json", "-h"]), Ok(Command::Help));
+        let scaling = options(&["--host-only", "--scaling", "--anchor", "a.out"]);
+        assert_eq!(scaling.sections, Sections::HostOnly);
+        assert_eq!(scaling.anchor, Some(PathBuf::from("a.out")));
     }
 
     #[test]
     fn unknown_input_is_refused() {
         assert!(parse_strs(&["--jsn"]).is_err());
-        assert_eq!(
-            parse_strs(&["--gpu-only"]),
-            Ok(Command::Report(Options {
-                gpu_only: true,
-                ..Options::default()
-            }))
-        );
+        assert_eq!(options(&["--gpu-only"]).sections, Sections::GpuOnly);
         assert!(parse_strs(&["json"]).is_err());
+        assert!(parse_strs(&["--host-only", "--gpu-only"]).is_err());
+        assert!(parse_strs(&["--anchor"]).is_err());
+        assert!(parse_strs(&["--plot", "--json"]).is_err());
+    }
+
+    #[test]
+    fn runs_are_read_as_given_and_checked() {
+        let from = options(&["--from", "a.jsonl+b.jsonl", "--from", "c.jsonl"]).from;
+        assert_eq!(
+            from,
+            [
+                vec![PathBuf::from("a.jsonl"), PathBuf::from("b.jsonl")],
+                vec![PathBuf::from("c.jsonl")]
+            ]
+        );
+        assert!(parse_strs(&["--from", "a", "--quick"]).is_err());
+        assert!(parse_strs(&["--gate", "g.json"]).is_err());
+        let three = ["--from", "a", "--from", "b", "--from", "c"];
+        assert!(parse_strs(&[&three[..], &["--gate", "g", "--machine", "m"]].concat()).is_ok());
+        assert!(parse_strs(
+            &[
+                &three[..4],
+                &["--gate", "g", "--machine", "m", "--calibrate"]
+            ]
+            .concat()
+        )
+        .is_err());
+        assert!(parse_strs(
+            &[
+                &three[..],
+                &["--gate", "g", "--machine", "m", "--calibrate"]
+            ]
+            .concat()
+        )
+        .is_ok());
     }
 
     #[test]

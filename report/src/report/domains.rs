@@ -13,7 +13,7 @@ use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, MemSyncDomain};
 
 use super::measure::Plan;
 use super::progress::Progress;
-use super::sample::{Row, Sample};
+use super::sample::{Row, Sample, Stats};
 
 /// Fences per measurement (the writer must outlast them, interference included).
 const FENCES: u32 = 2_000;
@@ -93,32 +93,34 @@ pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec
     progress.step("cuda device fence beside a mapped-memory writer, by domain");
     let clock_ghz = f64::from(runtime.clock_mhz()?) / 1000.0;
     let repetitions = plan.repetitions.max(1);
-    // Alternate the two configurations, best of each.
-    let (mut shared, mut remote) = (f64::MAX, f64::MAX);
+    // Alternate the two configurations.
+    let (mut shared, mut remote) = (Vec::new(), Vec::new());
     for _ in 0..repetitions {
-        shared = shared.min(fence_cycles_beside_writer(
+        shared.push(fence_cycles_beside_writer(
             runtime,
             MemSyncDomain::Default,
             1,
         )?);
-        remote = remote.min(fence_cycles_beside_writer(
+        remote.push(fence_cycles_beside_writer(
             runtime,
             MemSyncDomain::Remote,
             1,
         )?);
     }
-    let sample = |primitive: &str, writer_domain: &str, cycles: f64| Sample {
-        backend: "cuda",
-        scope: "device",
-        primitive: primitive.to_owned(),
-        op: format!("fence_seq_cst_beside_mapped_writer_in_{writer_domain}_domain"),
-        threads: 1,
-        ns_per_op: cycles / clock_ghz,
-        launch: Some((1, 1)),
-        cycles_per_op: Some(cycles),
-    };
-    Ok(vec![Row {
-        ours: sample("fence", "remote", remote),
-        peer: Some(sample("peer:same_domain_writer", "default", shared)),
-    }])
+    let (shared, remote) = (Stats::of(&shared), Stats::of(&remote));
+    // Ours: the writer in the remote domain; beside it the same workload with the
+    // writer left in the fence kernel's (default) domain.
+    let ours = Sample::ours(
+        "cuda",
+        "device",
+        "fence",
+        "fence_seq_cst_beside_mapped_writer",
+        1,
+        remote.scaled(1.0 / clock_ghz),
+    )
+    .launched(1, 1)
+    .with_cycles(remote);
+    let mut same_domain = ours.peer("writer_in_same_domain", shared.scaled(1.0 / clock_ghz));
+    same_domain.cycles = Some(shared);
+    Ok(vec![Row::beside(ours, same_domain)])
 }

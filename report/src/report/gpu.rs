@@ -8,7 +8,7 @@ use scoped_sync::cuda::{CudaError, PushKernelArg};
 
 use super::measure::Plan;
 use super::progress::Progress;
-use super::sample::{Row, Sample};
+use super::sample::{Row, Sample, Stats};
 
 /// The report's name of this backend.
 const BACKEND: &str = "cuda";
@@ -66,7 +66,7 @@ pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec
             let kernel = runtime.kernel(&format!("{prefix}{scope}"))?;
             let words = runtime.zeros::<u32>(2)?;
             let cycles = runtime.zeros::<u64>(1)?;
-            let mut best = u64::MAX;
+            let mut per_launch = Vec::new();
             for launch in 0..=plan.repetitions.max(1) {
                 // SAFETY: the cost kernels take (u32 pointer, u32, u64 pointer) — chain —
                 // or (u32, u64 pointer, u32 pointer) — fence — as pushed here.
@@ -81,23 +81,22 @@ pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec
                 }?;
                 let measured = runtime.download(&cycles)?[0];
                 if launch > 0 {
-                    best = best.min(measured);
+                    per_launch.push(measured as f64 / f64::from(iterations));
                 }
             }
-            let cycles_per_op = best as f64 / f64::from(iterations);
-            rows.push(Row {
-                ours: Sample {
-                    backend: BACKEND,
+            let cycles = Stats::of(&per_launch);
+            rows.push(Row::alone(
+                Sample::ours(
+                    BACKEND,
                     scope,
-                    primitive: primitive.to_owned(),
-                    op: op.to_owned(),
-                    threads: 1,
-                    ns_per_op: cycles_per_op / clock_ghz,
-                    launch: Some((1, 1)),
-                    cycles_per_op: Some(cycles_per_op),
-                },
-                peer: None,
-            });
+                    primitive,
+                    op,
+                    1,
+                    cycles.scaled(1.0 / clock_ghz),
+                )
+                .launched(1, 1)
+                .with_cycles(cycles),
+            ));
         }
     }
     Ok(rows)

@@ -9,7 +9,7 @@ use scoped_sync::cuda::CudaError;
 
 use super::measure::Plan;
 use super::progress::Progress;
-use super::sample::{Row, Sample};
+use super::sample::{Row, Sample, Stats};
 
 /// Progress steps [`measure`] takes.
 pub fn steps() -> usize {
@@ -27,29 +27,30 @@ pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec
             .max(1);
         for &block in workload.blocks {
             let grid = workload.grid(sms);
-            progress.step(&format!("cuda {} {grid}x{block}", workload.op));
-            let mut best = f64::INFINITY;
+            progress.step(&format!(
+                "cuda {} {} {grid}x{block}",
+                workload.primitive, workload.op
+            ));
+            let mut per_launch = Vec::new();
             for launch in 0..=plan.repetitions.max(1) {
                 let seconds = workload
                     .time(runtime, &kernel, grid, block, iterations)?
                     .as_secs_f64();
                 if launch > 0 {
-                    best = best.min(seconds);
+                    per_launch.push(seconds * 1e9 / f64::from(iterations));
                 }
             }
-            rows.push(Row {
-                ours: Sample {
-                    backend: "cuda",
-                    scope: workload.scope,
-                    primitive: workload.primitive.to_owned(),
-                    op: format!("{} {grid}x{block}", workload.op),
-                    threads: grid * block,
-                    ns_per_op: best * 1e9 / f64::from(iterations),
-                    launch: Some((grid, block)),
-                    cycles_per_op: None,
-                },
-                peer: None,
-            });
+            let mut sample = Sample::ours(
+                "cuda",
+                workload.scope,
+                workload.primitive,
+                workload.op,
+                grid * block,
+                Stats::of(&per_launch),
+            )
+            .launched(grid, block);
+            sample.variant = workload.variant.map(str::to_owned);
+            rows.push(Row::alone(sample));
         }
     }
     Ok(rows)

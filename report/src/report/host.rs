@@ -1,15 +1,18 @@
 //! The host section of the report: every primitive at `System` scope on CPU threads,
-//! each next to its peer, and the atomic and fence costs beneath them.
+//! each next to its Rust peer and, given `--anchor`, libstdc++'s C++20 primitive, and
+//! the atomic and fence costs beneath them. With `--scaling`, the barrier, semaphore and
+//! latch workloads run at every thread count of [`thread_ladder`].
 
 use std::time::Duration;
 
 use scoped_sync::{Barrier, CountingSemaphore, FairSemaphore, Host, Latch, Scope, System};
 
+use super::anchor::{self, Anchor};
 use super::atomics;
-use super::measure::{iterations, ns_per_op, Best, Plan};
+use super::measure::{iterations, ns_per_op, Plan};
 use super::peers::{MutexCondvarLatch, MutexCondvarSemaphore};
 use super::progress::Progress;
-use super::sample::{Row, Sample};
+use super::sample::{Row, Sample, Stats};
 use super::workloads;
 
 /// The report's name of this backend.
@@ -18,7 +21,7 @@ const BACKEND: &str = "host";
 /// A workload: the wall time of `n` iterations.
 type Workload = Box<dyn Fn(u64) -> Duration>;
 
-/// One measurement to make: ours, and optionally the peer's, of the same shape.
+/// One measurement to make: ours and the peers', of the same shape.
 struct Case {
     primitive: &'static str,
     op: String,
@@ -26,7 +29,9 @@ struct Case {
     /// The full run's iteration count (the plan scales it).
     iterations: u64,
     ours: Workload,
-    peer: Option<(&'static str, Workload)>,
+    peers: Vec<(&'static str, Workload)>,
+    /// The anchor program's name of the same workload, if it has one.
+    anchor: Option<&'static str>,
 }
 
 impl Case {
@@ -43,12 +48,18 @@ impl Case {
             threads,
             iterations,
             ours: Box::new(ours),
-            peer: None,
+            peers: Vec::new(),
+            anchor: None,
         }
     }
 
     fn with_peer(mut self, name: &'static str, peer: impl Fn(u64) -> Duration + 'static) -> Self {
-        self.peer = Some((name, Box::new(peer)));
+        self.peers.push((name, Box::new(peer)));
+        self
+    }
+
+    fn with_anchor(mut self, workload: &'static str) -> Self {
+        self.anchor = Some(workload);
         self
     }
 
@@ -61,39 +72,123 @@ impl Case {
     }
 }
 
-/// Everything the host section measures, in report order.
-fn cases() -> Vec<Case> {
+/// Which thread counts the multi-threaded workloads run at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Threads {
+    /// The report's usual shapes: barriers at 2 and 4 threads, one ping-pong pair, a
+    /// one-thread latch (the shapes of the headline comparisons).
+    Usual,
+    /// Every count of [`thread_ladder`] for this many hardware threads.
+    Scaling(u32),
+}
+
+/// 1, 2, 4, ... up to `cores`, `cores` itself, and `2 × cores`: the scaling curve, and
+/// one point past the cores to show what oversubscription does.
+pub fn thread_ladder(cores: u32) -> Vec<u32> {
+    let cores = cores.max(1);
+    let mut ladder: Vec<u32> = std::iter::successors(Some(1_u32), |n| n.checked_mul(2))
+        .take_while(|&n| n <= cores)
+        .collect();
+    if ladder.last() != Some(&cores) {
+        ladder.push(cores);
+    }
+    ladder.push(2 * cores);
+    ladder
+}
+
+/// Iterations for a workload of `threads` threads whose full count at a few threads is
+/// `base`: fewer when many threads share the cores, so that the slowest peer still
+/// finishes in seconds.
+fn per_thread_count(base: u64, threads: u32) -> u64 {
+    (base * 4 / u64::from(threads.max(4))).max(base / 20)
+}
+
+/// The barrier, semaphore and latch cases at each thread count of `threads`.
+fn thread_cases(threads: Threads) -> Vec<Case> {
     use workloads::*;
 
+    let (barrier_threads, pair_threads, contended_threads, latch_threads) = match threads {
+        Threads::Usual => (vec![2, 4], vec![2], vec![], vec![1]),
+        Threads::Scaling(cores) => {
+            let ladder = thread_ladder(cores);
+            let even = ladder.iter().copied().filter(|n| n % 2 == 0).collect();
+            (ladder.clone(), even, ladder.clone(), ladder)
+        }
+    };
     let mut cases = Vec::new();
-    for threads in [2_u32, 4] {
+    for threads in barrier_threads {
         let n = threads as usize;
         cases.push(
             Case::new(
                 "barrier",
                 "arrive_and_wait",
                 threads,
-                iterations::BARRIER_PHASES,
+                per_thread_count(iterations::BARRIER_PHASES, threads),
                 move |i| barrier_phases::<Barrier>(n, i),
             )
             .with_peer("std_barrier", move |i| {
                 barrier_phases::<std::sync::Barrier>(n, i)
-            }),
+            })
+            .with_anchor("barrier"),
         );
     }
-    cases.push(
-        Case::new(
-            "semaphore",
-            "ping_pong",
-            2,
-            iterations::PING_PONG_ROUND_TRIPS,
-            ping_pong::<CountingSemaphore>,
-        )
-        .with_peer(
-            "mutex_condvar_semaphore",
-            ping_pong::<MutexCondvarSemaphore>,
-        ),
-    );
+    for threads in pair_threads {
+        let n = threads as usize;
+        cases.push(
+            Case::new(
+                "semaphore",
+                "ping_pong",
+                threads,
+                per_thread_count(iterations::PING_PONG_ROUND_TRIPS, threads),
+                move |i| ping_pong_pairs::<CountingSemaphore>(n, i),
+            )
+            .with_peer("mutex_condvar_semaphore", move |i| {
+                ping_pong_pairs::<MutexCondvarSemaphore>(n, i)
+            })
+            .with_anchor("ping_pong"),
+        );
+    }
+    for threads in contended_threads {
+        let n = threads as usize;
+        cases.push(
+            Case::new(
+                "semaphore",
+                "acquire_release_contended",
+                threads,
+                iterations::CONTENDED_ACQUIRE_RELEASE,
+                move |i| acquire_release_contended::<CountingSemaphore>(n, i),
+            )
+            .with_peer("mutex_condvar_semaphore", move |i| {
+                acquire_release_contended::<MutexCondvarSemaphore>(n, i)
+            })
+            .with_anchor("contended"),
+        );
+    }
+    for threads in latch_threads {
+        let n = threads as usize;
+        let rounds = if threads == 1 {
+            iterations::LATCH_COUNT_DOWN_WAIT
+        } else {
+            per_thread_count(iterations::LATCH_ROUNDS, threads)
+        };
+        cases.push(
+            Case::new("latch", "count_down_wait", threads, rounds, move |i| {
+                latch_rounds::<Latch>(n, i)
+            })
+            .with_peer("mutex_condvar_latch", move |i| {
+                latch_rounds::<MutexCondvarLatch>(n, i)
+            })
+            .with_anchor("latch"),
+        );
+    }
+    cases
+}
+
+/// Everything the host section measures, in report order.
+fn cases(threads: Threads) -> Vec<Case> {
+    use workloads::*;
+
+    let mut cases = thread_cases(threads);
     cases.push(
         Case::new(
             "semaphore",
@@ -105,50 +200,46 @@ fn cases() -> Vec<Case> {
         .with_peer(
             "mutex_condvar_semaphore",
             acquire_release_uncontended::<MutexCondvarSemaphore>,
-        ),
+        )
+        .with_anchor("uncontended"),
     );
-    // The FIFO variant on the same workloads, to show what fairness costs; its peer
+    // The FIFO variant on the same workloads, to show what fairness costs; its peers
     // would be the rows above again, so it has none of its own.
     cases.push(Case::new(
-        "semaphore",
-        "fair_ping_pong",
+        "fair_semaphore",
+        "ping_pong",
         2,
         iterations::PING_PONG_ROUND_TRIPS,
         ping_pong::<FairSemaphore>,
     ));
     cases.push(Case::new(
-        "semaphore",
-        "fair_acquire_release_uncontended",
+        "fair_semaphore",
+        "acquire_release_uncontended",
         1,
         iterations::ACQUIRE_RELEASE,
         acquire_release_uncontended::<FairSemaphore>,
     ));
+    // std has no stop token: these have the C++ anchor only.
     cases.push(
         Case::new(
-            "latch",
-            "count_down_wait",
+            "stop_token",
+            "stop_requested",
             1,
-            iterations::LATCH_COUNT_DOWN_WAIT,
-            count_down_wait::<Latch>,
+            iterations::STOP_REQUESTED_POLLS,
+            stop_requested,
         )
-        .with_peer("mutex_condvar_latch", count_down_wait::<MutexCondvarLatch>),
+        .with_anchor("stop_requested"),
     );
-    // std has no stop token: these stand alone (compare-host.sh sets them beside
-    // libstdc++'s `std::stop_token`).
-    cases.push(Case::new(
-        "stop_token",
-        "stop_requested",
-        1,
-        iterations::STOP_REQUESTED_POLLS,
-        stop_requested,
-    ));
-    cases.push(Case::new(
-        "stop_callback",
-        "register_drop",
-        1,
-        iterations::STOP_CALLBACKS,
-        stop_callback_register_drop,
-    ));
+    cases.push(
+        Case::new(
+            "stop_callback",
+            "register_drop",
+            1,
+            iterations::STOP_CALLBACKS,
+            stop_callback_register_drop,
+        )
+        .with_anchor("stop_callback"),
+    );
     for &op in atomics::ALL {
         cases.push(Case::new(
             op.primitive(),
@@ -162,45 +253,97 @@ fn cases() -> Vec<Case> {
 }
 
 /// The number of progress steps [`measure`] takes.
-pub fn steps() -> usize {
-    cases().len()
+pub fn steps(threads: Threads) -> usize {
+    cases(threads).len()
 }
 
-/// Measures the host section under `plan`, announcing each case on `progress`.
+/// Measures the host section under `plan`, announcing each case on `progress`; with an
+/// `anchor`, libstdc++'s figure of each workload it has joins the row.
 ///
-/// Ours and the peer alternate within each repetition, so that a burst of noise from
-/// another process is likely to hit both rather than only one side of a ratio.
-pub fn measure(plan: Plan, progress: &mut Progress) -> Vec<Row> {
-    let scope = System::NAME;
-    let sample = |primitive: String, op: &str, threads: u32, best: Best| Sample {
-        backend: BACKEND,
-        scope,
-        primitive,
-        op: op.to_owned(),
-        threads,
-        ns_per_op: best.get().expect("at least one repetition"),
-        launch: None,
-        cycles_per_op: None,
-    };
-    cases()
+/// Ours, the peers and the anchor alternate within each repetition, so that a burst of
+/// noise from another process is likely to hit all of them rather than one side of a
+/// ratio.
+pub fn measure(
+    plan: Plan,
+    threads: Threads,
+    anchor: Option<&Anchor>,
+    progress: &mut Progress,
+) -> Vec<Row> {
+    cases(threads)
         .into_iter()
         .map(|case| {
             progress.step(&case.label());
             let n = plan.scale(case.iterations);
-            let (mut ours, mut peer) = (Best::default(), Best::default());
+            let mut ours = Vec::new();
+            let mut peers = vec![Vec::new(); case.peers.len()];
+            let mut anchored = Vec::new();
+            let mut anchor = anchor.filter(|_| case.anchor.is_some());
             for _ in 0..plan.repetitions.max(1) {
-                ours.add(ns_per_op((case.ours)(n), n));
-                if let Some((_, run)) = &case.peer {
-                    peer.add(ns_per_op(run(n), n));
+                ours.push(ns_per_op((case.ours)(n), n));
+                for ((_, run), figures) in case.peers.iter().zip(&mut peers) {
+                    figures.push(ns_per_op(run(n), n));
+                }
+                let (Some(program), Some(workload)) = (anchor, case.anchor) else {
+                    continue;
+                };
+                match program.run(workload, case.threads, n) {
+                    Ok(ns) => anchored.push(ns),
+                    Err(error) => {
+                        // A stalled or failing anchor is a finding, not a reason to stop
+                        // measuring ours; its remaining repetitions are skipped.
+                        eprintln!("scoped-sync: {}: {error}", case.label());
+                        anchored.clear();
+                        anchor = None;
+                    }
                 }
             }
-            Row {
-                ours: sample(case.primitive.to_owned(), &case.op, case.threads, ours),
-                peer: case
-                    .peer
-                    .as_ref()
-                    .map(|(name, _)| sample(format!("peer:{name}"), &case.op, case.threads, peer)),
+            let sample = Sample::ours(
+                BACKEND,
+                System::NAME,
+                case.primitive,
+                case.op.as_str(),
+                case.threads,
+                Stats::of(&ours),
+            );
+            let mut row = Row::alone(sample);
+            for ((name, _), figures) in case.peers.iter().zip(&peers) {
+                row.peers.push(row.ours.peer(name, Stats::of(figures)));
             }
+            if !anchored.is_empty() {
+                row.peers
+                    .push(row.ours.peer(anchor::IMPLEMENTATION, Stats::of(&anchored)));
+            }
+            row
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ladder_doubles_to_the_cores_then_oversubscribes() {
+        assert_eq!(thread_ladder(16), [1, 2, 4, 8, 16, 32]);
+        assert_eq!(thread_ladder(2), [1, 2, 4]);
+        assert_eq!(thread_ladder(6), [1, 2, 4, 6, 12]);
+        assert_eq!(thread_ladder(1), [1, 2]);
+    }
+
+    #[test]
+    fn every_scaling_workload_runs_at_every_rung() {
+        let cases = thread_cases(Threads::Scaling(4));
+        let at = |op: &str| -> Vec<u32> {
+            cases
+                .iter()
+                .filter(|case| case.op == op)
+                .map(|case| case.threads)
+                .collect()
+        };
+        assert_eq!(at("arrive_and_wait"), [1, 2, 4, 8]);
+        assert_eq!(at("ping_pong"), [2, 4, 8]);
+        assert_eq!(at("acquire_release_contended"), [1, 2, 4, 8]);
+        assert_eq!(at("count_down_wait"), [1, 2, 4, 8]);
+        assert!(cases.iter().all(|case| case.anchor.is_some()));
+    }
 }

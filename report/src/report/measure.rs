@@ -16,6 +16,12 @@ pub mod iterations {
     pub const STOP_REQUESTED_POLLS: u64 = 1_000_000;
     /// Stop callbacks registered and dropped (anchor: 100k).
     pub const STOP_CALLBACKS: u64 = 100_000;
+    /// Acquire+release pairs per thread on the contended semaphore (the figure:
+    /// 20k; no CPU anchor before it).
+    pub const CONTENDED_ACQUIRE_RELEASE: u64 = 20_000;
+    /// Rendezvous latches per measurement with several threads (each costs about a
+    /// barrier phase).
+    pub const LATCH_ROUNDS: u64 = 20_000;
     /// Atomic operations or fences per ordering (no anchor on the CPU; enough for a
     /// few milliseconds even for the slowest, a sequentially consistent fence).
     pub const ATOMIC_OPS: u64 = 1_000_000;
@@ -52,22 +58,4 @@ impl Plan {
 /// Nanoseconds per operation of `iterations` operations that took `elapsed`.
 pub fn ns_per_op(elapsed: Duration, iterations: u64) -> f64 {
     elapsed.as_secs_f64() * 1e9 / iterations as f64
-}
-
-/// The best (minimum) of the figures seen so far. The minimum, not the mean: noise on
-/// a shared machine (other processes, migrations, frequency changes) only ever adds
-/// time, so the fastest repetition is the closest to the operation's own cost.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Best(Option<f64>);
-
-impl Best {
-    /// Records one repetition's figure.
-    pub fn add(&mut self, ns_per_op: f64) {
-        self.0 = Some(self.0.map_or(ns_per_op, |best| best.min(ns_per_op)));
-    }
-
-    /// The minimum, or `None` before the first repetition.
-    pub fn get(self) -> Option<f64> {
-        self.0
-    }
 }

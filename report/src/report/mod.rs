@@ -4,14 +4,17 @@
 //! One file per concept: [`cli`] reads the command line, [`workloads`] and
 //! [`atomics`] are the timed loops (shared with `benches/host.rs`, as is [`peers`]),
 //! [`measure`] says how long and how often, [`host`] lists the host section's
-//! measurements, [`gpu`], [`gpu_primitives`], [`domains`] and [`bus`] the GPU section's (when a
-//! GPU is present),
-//! [`output`] prints them.
+//! measurements (with [`anchor`], libstdc++'s beside them), [`gpu`],
+//! [`gpu_primitives`], [`domains`] and [`bus`] the GPU section's (when a GPU is
+//! present); [`sample`] is the record schema, [`output`] prints the records, [`plot`]
+//! draws them and [`gate`] checks their ratios against stored ones.
 
+pub mod anchor;
 pub mod atomics;
 pub mod bus;
 pub mod cli;
 pub mod domains;
+pub mod gate;
 pub mod gpu;
 pub mod gpu_primitives;
 pub mod host;
@@ -21,6 +24,7 @@ pub mod machine;
 pub mod measure;
 pub mod output;
 pub mod peers;
+pub mod plot;
 pub mod progress;
 pub mod sample;
 pub mod workloads;

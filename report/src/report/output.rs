@@ -1,69 +1,30 @@
 //! The two renderings of the report: JSON lines for machines, an aligned table for
 //! people.
 
-use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::machine;
 use super::measure::Plan;
-use super::sample::{Row, Sample};
+use super::sample::{Record, Row, Sample};
 
-/// One JSON object per line, ours then its peer, with exactly the fields of
-/// [`Sample`]. Written by hand: six flat fields do not need serde.
+/// One JSON record per line ([`Record`], documented in `docs/report-schema.md`): every
+/// sample of every row, ours first, then its peers.
 pub fn write_json(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
     let samples = rows
         .iter()
-        .flat_map(|row| std::iter::once(&row.ours).chain(row.peer.as_ref()));
+        .flat_map(|row| std::iter::once(&row.ours).chain(&row.peers));
     for sample in samples {
-        writeln!(out, "{}", json_line(sample))?;
+        for record in sample.records() {
+            writeln!(out, "{}", record_line(&record))?;
+        }
     }
     Ok(())
 }
 
-fn json_line(sample: &Sample) -> String {
-    let launch = match sample.launch {
-        Some((grid, block)) => format!(",\"grid\":{grid},\"block\":{block}"),
-        None => String::new(),
-    };
-    format!(
-        "{{\"backend\":{},\"scope\":{},\"primitive\":{},\"op\":{},\"threads\":{},\"ns_per_op\":{}{launch}}}",
-        json_string(sample.backend),
-        json_string(sample.scope),
-        json_string(&sample.primitive),
-        json_string(&sample.op),
-        sample.threads,
-        json_number(sample.ns_per_op),
-    )
-}
-
-/// A JSON string literal. The report's strings are plain ASCII names, but escaping
-/// costs nothing and keeps the output valid whatever a later backend names things.
-fn json_string(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(quoted, "\\u{:04x}", u32::from(c));
-            }
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-/// A plain JSON number with three decimals (picoseconds are below any clock's
-/// resolution). JSON has no NaN or infinity; they cannot come out of a measurement,
-/// but would be written as `null` rather than as invalid JSON.
-fn json_number(value: f64) -> String {
-    if value.is_finite() {
-        format!("{value:.3}")
-    } else {
-        "null".to_owned()
-    }
+/// One record as one line of JSON.
+pub fn record_line(record: &Record) -> String {
+    // A record holds strings, integers and finite floats: it always serializes.
+    serde_json::to_string(record).expect("a record serializes")
 }
 
 /// The human header: what was measured, on what, and how.
@@ -78,8 +39,7 @@ pub fn write_header(out: &mut impl Write, plan: Plan, gpu_line: &str) -> io::Res
     writeln!(out, "{gpu_line}")?;
     writeln!(
         out,
-        "Method: best (minimum) of {} repetition{}; iteration counts of \
-         baselines/host_baselines.cpp{}.",
+        "Method: best (minimum) of {} repetition{}{}.",
         plan.repetitions,
         if plan.repetitions == 1 { "" } else { "s" },
         if plan.divisor == 1 {
@@ -98,42 +58,41 @@ pub fn write_header(out: &mut impl Write, plan: Plan, gpu_line: &str) -> io::Res
     )
 }
 
-/// The table, one section per backend and scope, each row beside its peer.
+/// The table, one section per backend and scope, each of our rows followed by the
+/// peers measured beside it.
 pub fn write_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
-    const HEADINGS: [&str; 7] = [
-        "primitive",
-        "op",
-        "threads",
-        "ns/op",
-        "peer",
-        "peer ns/op",
-        "ours/peer",
-    ];
+    const HEADINGS: [&str; 6] = ["primitive", "op", "threads", "impl", "ns/op", "ours/peer"];
     // Right-aligned: the numeric columns.
-    const RIGHT: [bool; 7] = [false, false, true, true, false, true, true];
+    const RIGHT: [bool; 6] = [false, false, true, false, true, true];
 
-    let cells: Vec<[String; 7]> = rows.iter().map(cells).collect();
+    let lines: Vec<(&Row, [String; 6])> = rows
+        .iter()
+        .flat_map(|row| {
+            std::iter::once((row, cells(row, &row.ours)))
+                .chain(row.peers.iter().map(move |peer| (row, cells(row, peer))))
+        })
+        .collect();
     let mut widths = HEADINGS.map(str::len);
-    for row in &cells {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.len());
+    for (_, cells) in &lines {
+        for (width, cell) in widths.iter_mut().zip(cells) {
+            *width = (*width).max(cell.chars().count());
         }
     }
-    let line = |cells: &[String; 7]| {
+    let line = |cells: &[String; 6]| {
         let mut text = String::new();
         for (i, cell) in cells.iter().enumerate() {
             let width = widths[i];
-            let _ = if RIGHT[i] {
-                write!(text, "{cell:>width$}  ")
+            text += &if RIGHT[i] {
+                format!("{cell:>width$}  ")
             } else {
-                write!(text, "{cell:<width$}  ")
+                format!("{cell:<width$}  ")
             };
         }
         text.trim_end().to_owned()
     };
 
     let mut section = None;
-    for (row, cells) in rows.iter().zip(&cells) {
+    for (row, cells) in &lines {
         let this = (row.ours.backend, row.ours.scope);
         if section != Some(this) {
             section = Some(this);
@@ -146,28 +105,43 @@ pub fn write_table(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
     Ok(())
 }
 
-fn cells(row: &Row) -> [String; 7] {
-    let none = || "-".to_owned();
-    let peer = row.peer.as_ref();
-    [
-        row.ours.primitive.clone(),
-        row.ours.op.clone(),
-        row.ours.threads.to_string(),
-        match row.ours.cycles_per_op {
-            Some(cycles) => format!("{} ({cycles:.1} cyc)", format_ns(row.ours.ns_per_op)),
-            None => format_ns(row.ours.ns_per_op),
-        },
-        peer.map_or_else(none, |peer| {
-            peer.primitive
-                .strip_prefix("peer:")
-                .unwrap_or(&peer.primitive)
-                .to_owned()
-        }),
-        peer.map_or_else(none, |peer| format_ns(peer.ns_per_op)),
-        row.ratio().map_or_else(none, format_ratio),
-    ]
+/// One line: our sample (primitive, op and variant, threads or launch shape) or, under
+/// it, a peer's (its implementation and the ratio).
+fn cells(row: &Row, sample: &Sample) -> [String; 6] {
+    let ours = std::ptr::eq(sample, &row.ours);
+    let blank = String::new;
+    let op = match &sample.variant {
+        Some(variant) => format!("{} ({variant})", sample.op),
+        None => sample.op.clone(),
+    };
+    let threads = match sample.launch {
+        Some((grid, block)) if grid * block == sample.threads => format!("{grid}x{block}"),
+        _ => sample.threads.to_string(),
+    };
+    let ns = match sample.cycles {
+        Some(cycles) => format!("{} ({:.1} cyc)", format_ns(sample.ns.min), cycles.min),
+        None => format_ns(sample.ns.min),
+    };
+    if ours {
+        [
+            sample.primitive.to_owned(),
+            op,
+            threads,
+            sample.implementation.clone(),
+            ns,
+            blank(),
+        ]
+    } else {
+        [
+            blank(),
+            blank(),
+            blank(),
+            sample.implementation.clone(),
+            ns,
+            format_ratio(row.ratio(sample)),
+        ]
+    }
 }
-
 /// Two significant digits: a ratio of 0.003 must not print as 0.00.
 fn format_ratio(ratio: f64) -> String {
     if ratio >= 0.1 {

@@ -165,6 +165,88 @@ pub fn ping_pong<S: Semaphore>(round_trips: u64) -> Duration {
     start.elapsed()
 }
 
+/// `threads / 2` independent pairs ping-pong at once, `round_trips` each: the wake-up
+/// path while other threads are busy waking each other (the scheduler and the futex
+/// hash are shared). The time of the whole run; per pair's round trip after dividing by
+/// `round_trips`.
+///
+/// # Panics
+///
+/// If `threads` is odd or zero.
+pub fn ping_pong_pairs<S: Semaphore>(threads: usize, round_trips: u64) -> Duration {
+    assert!(
+        threads >= 2 && threads % 2 == 0,
+        "ping-pong needs pairs of threads"
+    );
+    let pairs: Vec<(S, S)> = (0..threads / 2)
+        .map(|_| (S::with_units(0), S::with_units(0)))
+        .collect();
+    let start = Instant::now();
+    thread::scope(|s| {
+        for (ping, pong) in &pairs {
+            s.spawn(move || {
+                for _ in 0..round_trips {
+                    ping.acquire();
+                    pong.release();
+                }
+            });
+            s.spawn(move || {
+                for _ in 0..round_trips {
+                    ping.release();
+                    pong.acquire();
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+/// Every one of `threads` threads acquires and releases one semaphore holding
+/// [`CONTENDED_UNITS`] units, `pairs` times: the contended fast and slow paths. The time
+/// of the whole run; per thread's acquire+release after dividing by `pairs`.
+pub fn acquire_release_contended<S: Semaphore>(threads: usize, pairs: u64) -> Duration {
+    let semaphore = S::with_units(CONTENDED_UNITS);
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for _ in 0..pairs {
+                    black_box(&semaphore).acquire();
+                    semaphore.release();
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
+/// Units of the contended semaphore (as the measurement in the issue that asked for the
+/// scaling table).
+pub const CONTENDED_UNITS: u32 = 4;
+
+/// `rounds` fresh latches expecting `threads` count-downs; every thread counts each down
+/// and waits on it, in turn: a single-use rendezvous per round. With one thread this is
+/// [`count_down_wait`] (construction plus the fast paths).
+pub fn latch_rounds<L: CountDownLatch + Sync>(threads: usize, rounds: u64) -> Duration {
+    if threads == 1 {
+        return count_down_wait::<L>(rounds);
+    }
+    let count = u32::try_from(threads).expect("thread count fits in u32");
+    let latches: Vec<L> = (0..rounds).map(|_| L::with_count(count)).collect();
+    let start = Instant::now();
+    thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                for latch in &latches {
+                    latch.count_down();
+                    latch.wait();
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
 /// One thread acquires and releases a semaphore that always has a unit: the fast path.
 pub fn acquire_release_uncontended<S: Semaphore>(iterations: u64) -> Duration {
     let semaphore = S::with_units(1);
