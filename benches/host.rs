@@ -86,6 +86,30 @@ fn semaphore(c: &mut Criterion) {
         b.iter_custom(acquire_release_uncontended::<MutexCondvarSemaphore>);
     });
     group.finish();
+
+    // The report's --scaling shapes at 4 threads: pairs ping-ponging at once, and every
+    // thread on one semaphore of CONTENDED_UNITS.
+    let mut group = handoff_group(c, "semaphore_4_threads");
+    group.bench_function(BenchmarkId::new(OURS, "ping_pong_pairs"), |b| {
+        b.iter_custom(|n| ping_pong_pairs::<CountingSemaphore>(4, n));
+    });
+    group.bench_function(
+        BenchmarkId::new("mutex_condvar_semaphore", "ping_pong_pairs"),
+        |b| {
+            b.iter_custom(|n| ping_pong_pairs::<MutexCondvarSemaphore>(4, n));
+        },
+    );
+    let contended = format!("acquire_release_contended_{CONTENDED_UNITS}_units");
+    group.bench_function(BenchmarkId::new(OURS, &contended), |b| {
+        b.iter_custom(|n| acquire_release_contended::<CountingSemaphore>(4, n));
+    });
+    group.bench_function(
+        BenchmarkId::new("mutex_condvar_semaphore", &contended),
+        |b| {
+            b.iter_custom(|n| acquire_release_contended::<MutexCondvarSemaphore>(4, n));
+        },
+    );
+    group.finish();
 }
 
 fn latch(c: &mut Criterion) {
@@ -93,6 +117,13 @@ fn latch(c: &mut Criterion) {
     group.bench_function(OURS, |b| b.iter_custom(count_down_wait::<Latch>));
     group.bench_function("mutex_condvar_latch", |b| {
         b.iter_custom(count_down_wait::<MutexCondvarLatch>);
+    });
+    group.finish();
+
+    let mut group = handoff_group(c, "latch_rounds_4_threads");
+    group.bench_function(OURS, |b| b.iter_custom(|n| latch_rounds::<Latch>(4, n)));
+    group.bench_function("mutex_condvar_latch", |b| {
+        b.iter_custom(|n| latch_rounds::<MutexCondvarLatch>(4, n));
     });
     group.finish();
 }

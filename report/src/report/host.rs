@@ -21,6 +21,9 @@ const BACKEND: &str = "host";
 /// A workload: the wall time of `n` iterations.
 type Workload = Box<dyn Fn(u64) -> Duration>;
 
+/// A multi-threaded workload: the wall time of `n` iterations on `threads` threads.
+type Threaded = fn(usize, u64) -> Duration;
+
 /// One measurement to make: ours and the peers', of the same shape.
 struct Case {
     primitive: &'static str,
@@ -115,71 +118,73 @@ fn thread_cases(threads: Threads) -> Vec<Case> {
             (ladder.clone(), even, ladder.clone(), ladder)
         }
     };
+    // A workload of `threads` threads: ours, the Rust peer, the anchor's name for it.
+    let threaded = |primitive,
+                    op,
+                    threads: u32,
+                    iterations,
+                    ours: Threaded,
+                    peer,
+                    theirs: Threaded,
+                    anchor| {
+        let n = threads as usize;
+        Case::new(primitive, op, threads, iterations, move |i| ours(n, i))
+            .with_peer(peer, move |i| theirs(n, i))
+            .with_anchor(anchor)
+    };
     let mut cases = Vec::new();
     for threads in barrier_threads {
-        let n = threads as usize;
-        cases.push(
-            Case::new(
-                "barrier",
-                "arrive_and_wait",
-                threads,
-                per_thread_count(iterations::BARRIER_PHASES, threads),
-                move |i| barrier_phases::<Barrier>(n, i),
-            )
-            .with_peer("std_barrier", move |i| {
-                barrier_phases::<std::sync::Barrier>(n, i)
-            })
-            .with_anchor("barrier"),
-        );
+        cases.push(threaded(
+            "barrier",
+            "arrive_and_wait",
+            threads,
+            per_thread_count(iterations::BARRIER_PHASES, threads),
+            barrier_phases::<Barrier>,
+            "std_barrier",
+            barrier_phases::<std::sync::Barrier>,
+            "barrier",
+        ));
     }
     for threads in pair_threads {
-        let n = threads as usize;
-        cases.push(
-            Case::new(
-                "semaphore",
-                "ping_pong",
-                threads,
-                per_thread_count(iterations::PING_PONG_ROUND_TRIPS, threads),
-                move |i| ping_pong_pairs::<CountingSemaphore>(n, i),
-            )
-            .with_peer("mutex_condvar_semaphore", move |i| {
-                ping_pong_pairs::<MutexCondvarSemaphore>(n, i)
-            })
-            .with_anchor("ping_pong"),
-        );
+        cases.push(threaded(
+            "semaphore",
+            "ping_pong",
+            threads,
+            per_thread_count(iterations::PING_PONG_ROUND_TRIPS, threads),
+            ping_pong_pairs::<CountingSemaphore>,
+            "mutex_condvar_semaphore",
+            ping_pong_pairs::<MutexCondvarSemaphore>,
+            "ping_pong",
+        ));
     }
     for threads in contended_threads {
-        let n = threads as usize;
-        cases.push(
-            Case::new(
-                "semaphore",
-                "acquire_release_contended",
-                threads,
-                iterations::CONTENDED_ACQUIRE_RELEASE,
-                move |i| acquire_release_contended::<CountingSemaphore>(n, i),
-            )
-            .with_peer("mutex_condvar_semaphore", move |i| {
-                acquire_release_contended::<MutexCondvarSemaphore>(n, i)
-            })
-            .with_anchor("contended"),
-        );
+        cases.push(threaded(
+            "semaphore",
+            "acquire_release_contended",
+            threads,
+            iterations::CONTENDED_ACQUIRE_RELEASE,
+            acquire_release_contended::<CountingSemaphore>,
+            "mutex_condvar_semaphore",
+            acquire_release_contended::<MutexCondvarSemaphore>,
+            "contended",
+        ));
     }
     for threads in latch_threads {
-        let n = threads as usize;
         let rounds = if threads == 1 {
             iterations::LATCH_COUNT_DOWN_WAIT
         } else {
             per_thread_count(iterations::LATCH_ROUNDS, threads)
         };
-        cases.push(
-            Case::new("latch", "count_down_wait", threads, rounds, move |i| {
-                latch_rounds::<Latch>(n, i)
-            })
-            .with_peer("mutex_condvar_latch", move |i| {
-                latch_rounds::<MutexCondvarLatch>(n, i)
-            })
-            .with_anchor("latch"),
-        );
+        cases.push(threaded(
+            "latch",
+            "count_down_wait",
+            threads,
+            rounds,
+            latch_rounds::<Latch>,
+            "mutex_condvar_latch",
+            latch_rounds::<MutexCondvarLatch>,
+            "latch",
+        ));
     }
     cases
 }

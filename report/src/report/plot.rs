@@ -77,7 +77,9 @@ fn label(key: &Key) -> String {
 fn colour(implementation: &str) -> RGBColor {
     match implementation {
         OURS => RGBColor(31, 119, 180),
-        "libstdcxx" | "libcudacxx" => RGBColor(44, 160, 44),
+        "libstdcxx" | "libcudacxx" | "cooperative_groups" | "cuda_syncthreads" | "cuda_cpp" => {
+            RGBColor(44, 160, 44)
+        }
         "std_barrier" | "mutex_condvar_semaphore" | "mutex_condvar_latch" => RGBColor(255, 127, 14),
         other => {
             // Any other peer: a stable colour from its name.
@@ -325,8 +327,13 @@ pub fn write_charts(dir: &Path, records: &[Record]) -> Result<Vec<PathBuf>, Stri
         points.sort_by_key(|&(threads, _)| threads);
     }
 
+    // Each workload's bars together, ours first, workloads in the order they were
+    // measured (a peer's records may come from another file of the run).
+    let mut grouped: Vec<&(Key, String, f64)> = figures.iter().collect();
+    let first_seen = |key: &Key| figures.iter().position(|(k, _, _)| k == key);
+    grouped.sort_by_key(|(key, implementation, _)| (first_seen(key), implementation != OURS));
     let bars = |keep: &dyn Fn(&Key) -> bool| -> Vec<Bar> {
-        figures
+        grouped
             .iter()
             .filter(|(key, _, _)| keep(key))
             .map(|(key, implementation, ns)| Bar {
@@ -339,13 +346,13 @@ pub fn write_charts(dir: &Path, records: &[Record]) -> Result<Vec<PathBuf>, Stri
     let charts: [(&str, &str, Vec<Bar>); 3] = [
         (
             "costs-host.svg",
-            "Host: per-operation cost, ours (blue) beside the peers",
+            "Host: per-operation cost; ours blue, C++ green, Rust std orange",
             // The multi-threaded workloads at two threads; the others are in scaling.svg.
             bars(&|key| key.backend == "host" && (!is_scaling(key) || key.threads <= 2)),
         ),
         (
             "costs-cuda.svg",
-            "GPU: per-operation cost by scope, ours (blue) beside the peers",
+            "GPU: per-operation cost by scope; ours blue, CUDA C++ green",
             bars(&|key| key.backend == "cuda" && key.scope != "system"),
         ),
         (
