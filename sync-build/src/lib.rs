@@ -133,6 +133,27 @@ pub struct Built {
 }
 
 /// A kernel crate to compile to PTX. See the [crate docs](crate).
+///
+/// # Examples
+///
+/// A build script that needs the PTX (a missing nightly is an error, not a skipped
+/// module) for an sm_80 target as well as the default sm_90:
+///
+/// ```no_run
+/// use sync_build::{BuildError, KernelCrate};
+///
+/// fn main() -> Result<(), BuildError> {
+///     let hopper = KernelCrate::new("../kernels").checked(true).locked(true).build()?;
+///     println!("cargo::warning=kernels at {}", hopper.release.display());
+///     let ampere = KernelCrate::new("../kernels/sm80")
+///         .name("kernels_sm80")
+///         .arch("sm_80")
+///         .ptx_isa(7, 8)
+///         .build()?;
+///     assert!(ampere.checked.is_none()); // only the release flavour was asked for
+///     Ok(())
+/// }
+/// ```
 #[derive(Clone, Debug)]
 pub struct KernelCrate {
     dir: PathBuf,

@@ -59,12 +59,112 @@ pub type StopCallback<'a, F, S = System> = sync_shared::StopCallback<'a, F, S, H
 /// [`sync_shared::bus::HandoffSemaphore`] on CPU threads: units handed across the bus.
 pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Host>;
 /// [`sync_shared::bus::HandoffChannel`] on CPU threads: a handoff semaphore each way.
+///
+/// # Examples
+///
+/// The host sends units of work to a kernel `echo(channel)` that acquires each and
+/// releases one back; each host wait also watches the kernel's stream, so a kernel that
+/// dies ends it with an error:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::HandoffChannel;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let module = runtime.load_file("my-kernels.ptx")?;
+/// let stream = runtime.new_stream()?;
+/// let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
+/// let params = KernelParams::new().pointer(channel.device_address());
+/// // SAFETY: `echo` takes the channel's address; `channel` outlives the kernel.
+/// unsafe { module.kernel("echo")?.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// let (mut to_gpu, mut from_gpu) = (channel.producer().unwrap(), channel.consumer().unwrap());
+/// for _ in 0..100 {
+///     to_gpu.release(1);
+///     from_gpu.acquire(HostWait::on(&stream).timeout(Duration::from_secs(1)))?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub type HandoffChannel = sync_shared::bus::HandoffChannel<Host>;
 /// [`sync_shared::bus::BusLatch`] on CPU threads.
+///
+/// # Examples
+///
+/// The host waits until the 64 threads of `ready(latch)` have each counted down once:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::BusLatch;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let module = runtime.load_file("my-kernels.ptx")?;
+/// let stream = runtime.new_stream()?;
+/// let latch = runtime.place_mapped(BusLatch::new(64))?;
+/// let params = KernelParams::new().pointer(latch.device_address());
+/// // SAFETY: `ready` takes the latch's address; `latch` outlives the kernel.
+/// unsafe { module.kernel("ready")?.launch_ex(&stream, 1, 64, LaunchOptions::default(), params) }?;
+/// latch.wait(HostWait::on(&stream).timeout(Duration::from_secs(1)))?;
+/// assert_eq!(latch.counted(), 64);
+/// # Ok(())
+/// # }
+/// ```
 pub type BusLatch = sync_shared::bus::BusLatch<Host>;
 /// [`sync_shared::bus::BusBarrier`] on CPU threads.
+///
+/// # Examples
+///
+/// One host thread and one GPU thread (`lockstep(barrier)`) pass 1000 phases together:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::BusBarrier;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let module = runtime.load_file("my-kernels.ptx")?;
+/// let stream = runtime.new_stream()?;
+/// let barrier = runtime.place_mapped(BusBarrier::new(1, 1))?;
+/// let params = KernelParams::new().pointer(barrier.device_address());
+/// // SAFETY: `lockstep` takes the barrier's address; `barrier` outlives the kernel.
+/// unsafe { module.kernel("lockstep")?.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// for _ in 0..1000 {
+///     barrier.arrive_and_wait(HostWait::on(&stream).timeout(Duration::from_secs(1)))?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
 pub type BusBarrier = sync_shared::bus::BusBarrier<Host>;
 /// [`sync_shared::bus::BusStopSource`] on CPU threads.
+///
+/// # Examples
+///
+/// A persistent kernel `serve(stop)` runs until the host asks it to stop:
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::BusStopSource;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let module = runtime.load_file("my-kernels.ptx")?;
+/// let stream = runtime.new_stream()?;
+/// let stop = runtime.place_mapped(BusStopSource::new())?;
+/// let params = KernelParams::new().pointer(stop.device_address());
+/// // SAFETY: `serve` takes the stop source's address; `stop` outlives the kernel.
+/// unsafe { module.kernel("serve")?.launch_ex(&stream, 132, 128, LaunchOptions::default(), params) }?;
+/// std::thread::sleep(Duration::from_millis(10));
+/// assert!(stop.request_stop());
+/// stream.synchronize()?; // the kernel saw the request and returned
+/// assert!(stop.requested_by_host());
+/// # Ok(())
+/// # }
+/// ```
 pub type BusStopSource = sync_shared::bus::BusStopSource<Host>;
 
 /// A registered [`StopCallback`] on the heap: the closest thing to constructing a C++

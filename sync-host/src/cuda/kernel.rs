@@ -116,6 +116,26 @@ struct Limits {
 /// driver sees them: a launch that cannot fit fails with
 /// [`CudaError::LaunchDoesNotFit`] naming the limit, and a cooperative one whose
 /// blocks cannot all be co-resident with [`CudaError::GridTooLarge`].
+///
+/// # Examples
+///
+/// A kernel of the user's own module (`count(words: *mut u32)` adds one per thread):
+///
+/// ```no_run
+/// use sync_host::cuda::{PushKernelArg, Runtime};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let module = runtime.load_file("target/my-kernels.ptx")?;
+/// let count = module.kernel("count")?;
+/// let words = runtime.zeros::<u32>(1)?;
+/// // SAFETY: `count` takes one u32 pointer; `words` outlives the launch (the download
+/// // below waits for it).
+/// unsafe { count.launch(4, 128, |args| { args.arg(&words); }) }?;
+/// assert_eq!(runtime.download(&words)?[0], 4 * 128);
+/// # Ok(())
+/// # }
+/// ```
 pub struct Kernel {
     pub(super) runtime: Runtime,
     pub(super) function: CudaFunction,

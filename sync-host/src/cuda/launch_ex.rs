@@ -53,6 +53,28 @@ pub struct LaunchOptions {
 /// slots here, and the driver gets an array of pointers to each parameter's first slot
 /// (taken at launch, when the vector no longer grows).
 #[derive(Default)]
+///
+/// # Examples
+///
+/// A cluster launch of a kernel taking `(words: *mut u32, n: u32, scale: f32)`:
+///
+/// ```no_run
+/// use sync_host::cuda::{Dim3, KernelParams, LaunchOptions, Runtime};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let module = runtime.load_file("my-kernels.ptx")?;
+/// let kernel = module.kernel("scaled")?;
+/// let words = runtime.zeros::<u32>(1024)?;
+/// let params = KernelParams::new().pointer(runtime.address(&words)).u32(1024).f32(0.5);
+/// let options = LaunchOptions { cluster: Some(Dim3::x(2)), ..LaunchOptions::default() };
+/// let stream = runtime.new_stream()?;
+/// // SAFETY: the parameters match `scaled`; `words` outlives it (synchronized below).
+/// unsafe { kernel.launch_ex(&stream, 8, 256, options, params) }?;
+/// stream.synchronize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct KernelParams {
     values: Vec<u64>,
     /// Index in `values` of each parameter's first slot.

@@ -11,6 +11,29 @@ use super::{CudaError, Runtime};
 ///
 /// On a PCIe machine only aligned loads and stores are atomic across the bus: the
 /// host and the GPU must not both read-modify-write one word of it.
+///
+/// # Examples
+///
+/// Host and kernel exchange words through the buffer; the kernel gets
+/// [`device_address`](Self::device_address):
+///
+/// ```no_run
+/// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let buffer = runtime.mapped(64)?; // 64 words of 32 bits, zeroed
+/// buffer.write_u64(0, 42); // words 0 and 1
+/// let kernel = runtime.load_file("my-kernels.ptx")?.kernel("double_first")?;
+/// let stream = runtime.new_stream()?;
+/// let params = KernelParams::new().pointer(buffer.device_address());
+/// // SAFETY: `double_first` takes one u64 pointer; the buffer outlives it.
+/// unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// stream.synchronize()?;
+/// assert_eq!(buffer.read_u64(0), 84);
+/// # Ok(())
+/// # }
+/// ```
 pub struct MappedBuffer<'a> {
     runtime: &'a Runtime,
     host: *mut u32,

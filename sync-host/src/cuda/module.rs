@@ -186,6 +186,25 @@ impl std::error::Error for PtxUnavailable {}
 /// Cloning is cheap (the module is shared); it stays loaded while a clone or one of its
 /// [`Kernel`]s lives.
 #[derive(Clone)]
+///
+/// # Examples
+///
+/// ```no_run
+/// use sync_host::cuda::{CudaError, Runtime};
+///
+/// # fn main() -> Result<(), CudaError> {
+/// let runtime = Runtime::open(0)?;
+/// // PTX text, as sync-build writes it (or `load_file`, `load_image` for a cubin).
+/// let module = runtime.load_ptx("mine", &std::fs::read_to_string("my-kernels.ptx").unwrap())?;
+/// match module.kernel("no_such_kernel") {
+///     Err(CudaError::NoSuchKernel { .. }) => {} // the name is checked, not guessed
+///     other => panic!("{other:?}"),
+/// }
+/// let worker = module.kernel("worker")?;
+/// println!("{} allows {} threads per block", worker.name(), worker.max_threads_per_block());
+/// # Ok(())
+/// # }
+/// ```
 pub struct Module {
     runtime: Runtime,
     inner: Arc<CudaModule>,

@@ -182,6 +182,30 @@ enum Memory {
 ///
 /// Dropping it waits for the context's work (kernels may still use the object), then
 /// drops and frees the object.
+///
+/// # Examples
+///
+/// A semaphore the host releases and a kernel acquires (`consume(semaphore)` takes the
+/// device flavour of the same object):
+///
+/// ```no_run
+/// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
+/// use sync_host::{HandoffSemaphore, HostToGpu};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let runtime = Runtime::open(0)?;
+/// let units = runtime.place_mapped(HandoffSemaphore::<HostToGpu>::new(0))?;
+/// let kernel = runtime.load_file("my-kernels.ptx")?.kernel("consume")?;
+/// let stream = runtime.new_stream()?;
+/// let params = KernelParams::new().pointer(units.device_address());
+/// // SAFETY: `consume` takes the semaphore's address; `units` outlives it (its drop
+/// // waits for the context's work).
+/// unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// units.producer().expect("the only producer").release(1);
+/// stream.synchronize()?;
+/// # Ok(())
+/// # }
+/// ```
 pub struct Placed<'r, T: Shareable> {
     runtime: &'r Runtime,
     host: NonNull<T>,
