@@ -180,6 +180,10 @@ fn check(options: &Options) -> Result<(), UsageError> {
     if !options.from.is_empty() && measuring {
         return refuse("--from reads stored records; it takes no measuring option");
     }
+    if !options.from.is_empty() && !options.json && options.plot.is_none() && options.gate.is_none()
+    {
+        return refuse("--from needs something to do with the records: --json, --plot or --gate");
+    }
     Ok(())
 }
 
@@ -242,7 +246,7 @@ mod tests {
 
     #[test]
     fn runs_are_read_as_given_and_checked() {
-        let from = options(&["--from", "a.jsonl+b.jsonl", "--from", "c.jsonl"]).from;
+        let from = options(&["--from", "a.jsonl+b.jsonl", "--from", "c.jsonl", "--json"]).from;
         assert_eq!(
             from,
             [
@@ -251,6 +255,7 @@ mod tests {
             ]
         );
         assert!(parse_strs(&["--from", "a", "--quick"]).is_err());
+        assert!(parse_strs(&["--from", "a"]).is_err(), "nothing to do");
         assert!(parse_strs(&["--gate", "g.json"]).is_err());
         let three = ["--from", "a", "--from", "b", "--from", "c"];
         assert!(parse_strs(&[&three[..], &["--gate", "g", "--machine", "m"]].concat()).is_ok());
