@@ -40,6 +40,7 @@ fn main() -> ExitCode {
         }
     }
 }
+
 /// `--litmus`: the GPU cases, then the host↔GPU ones; fails if there is no GPU or a
 /// forbidden outcome showed.
 fn run_litmus(instances: u64) -> ExitCode {
@@ -71,21 +72,26 @@ fn run_litmus(instances: u64) -> ExitCode {
 /// The report: measure (or read `--from` runs), print, then plot and gate.
 fn run(options: &Options) -> Result<ExitCode, String> {
     let runs = if options.from.is_empty() {
-        let records = measure(options).map_err(|error| match error.kind() {
-            // A closed pipe (`| head`) is the reader's choice, not a failure.
-            io::ErrorKind::BrokenPipe => String::new(),
-            _ => format!("cannot write the report: {error}"),
-        });
-        match records {
+        let anchor = options.anchor.as_ref().map(Anchor::new);
+        if let Some(anchor) = &anchor {
+            // Refuse a program that is not the anchor before minutes of measuring.
+            anchor
+                .run("stop_requested", 1, 1)
+                .map_err(|error| format!("--anchor: {error}"))?;
+        }
+        match measure(options, anchor.as_ref()) {
             Ok(records) => vec![records],
-            Err(why) if why.is_empty() => return Ok(ExitCode::SUCCESS),
-            Err(why) => return Err(why),
+            // A closed pipe (`| head`) is the reader's choice, not a failure.
+            Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                return Ok(ExitCode::SUCCESS)
+            }
+            Err(error) => return Err(format!("cannot write the report: {error}")),
         }
     } else {
         let runs = options
             .from
             .iter()
-            .map(|files| gate::read_run(files))
+            .map(|files| output::read_records(files))
             .collect::<Result<Vec<_>, _>>()?;
         if options.json {
             let mut out = io::stdout().lock();
@@ -155,19 +161,12 @@ fn run_gate(
 }
 
 /// Measures the sections the options ask for, prints them, and returns their records.
-fn measure(options: &Options) -> io::Result<Vec<Record>> {
+fn measure(options: &Options, anchor: Option<&Anchor>) -> io::Result<Vec<Record>> {
     let plan = if options.quick {
         Plan::QUICK
     } else {
         Plan::FULL
     };
-    let anchor = options.anchor.as_ref().map(Anchor::new);
-    if let Some(anchor) = &anchor {
-        // Refuse a program that is not the anchor before minutes of measuring.
-        if let Err(error) = anchor.run("stop_requested", 1, 1) {
-            return Err(io::Error::other(format!("--anchor: {error}")));
-        }
-    }
     let mut out = io::stdout().lock();
     let (gpu_line, runtime) = match options.sections {
         Sections::HostOnly => ("GPU: not looked for (--host-only)".to_owned(), None),
@@ -196,7 +195,7 @@ fn measure(options: &Options) -> io::Result<Vec<Record>> {
     let host_steps = if host_wanted { host::steps(threads) } else { 0 };
     let mut progress = Progress::new(host_steps + gpu_steps, !options.quick);
     let mut rows = if host_wanted {
-        host::measure(plan, threads, anchor.as_ref(), &mut progress)
+        host::measure(plan, threads, anchor, &mut progress)
     } else {
         Vec::new()
     };
@@ -227,10 +226,9 @@ fn measure_gpu(
     plan: Plan,
     progress: &mut Progress,
 ) -> Result<Vec<Row>, String> {
-    let text = |error: &dyn std::fmt::Display| error.to_string();
-    let mut rows = gpu::measure(runtime, plan, progress).map_err(|e| text(&e))?;
-    rows.extend(gpu_primitives::measure(runtime, plan, progress).map_err(|e| text(&e))?);
-    rows.extend(domains::measure(runtime, plan, progress).map_err(|e| text(&e))?);
-    rows.extend(bus::measure(runtime, plan, progress).map_err(|e| text(&e))?);
+    let mut rows = gpu::measure(runtime, plan, progress).map_err(|e| e.to_string())?;
+    rows.extend(gpu_primitives::measure(runtime, plan, progress).map_err(|e| e.to_string())?);
+    rows.extend(domains::measure(runtime, plan, progress).map_err(|e| e.to_string())?);
+    rows.extend(bus::measure(runtime, plan, progress).map_err(|e| e.to_string())?);
     Ok(rows)
 }

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -86,29 +86,6 @@ pub struct Entry {
     pub ratio: f64,
     /// Allowed relative worsening before the check fails.
     pub band: f64,
-}
-
-/// Reads every record of the files of one run.
-pub fn read_run(files: &[PathBuf]) -> Result<Vec<Record>, String> {
-    let mut records = Vec::new();
-    for file in files {
-        let text = fs::read_to_string(file)
-            .map_err(|error| format!("cannot read {}: {error}", file.display()))?;
-        for (number, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let record: Record = serde_json::from_str(line).map_err(|error| {
-                format!(
-                    "{}:{}: not a report record: {error}",
-                    file.display(),
-                    number + 1
-                )
-            })?;
-            records.push(record);
-        }
-    }
-    Ok(records)
 }
 
 /// The ratios of one run: for every workload we measured, ours over each peer measured

@@ -1,7 +1,9 @@
 //! The two renderings of the report: JSON lines for machines, an aligned table for
 //! people.
 
+use std::fs;
 use std::io::{self, Write};
+use std::path::PathBuf;
 
 use super::machine;
 use super::measure::Plan;
@@ -25,6 +27,30 @@ pub fn write_json(out: &mut impl Write, rows: &[Row]) -> io::Result<()> {
 pub fn record_line(record: &Record) -> String {
     // A record holds strings, integers and finite floats: it always serializes.
     serde_json::to_string(record).expect("a record serializes")
+}
+
+/// Reads back the records of one run (`--from`): every line of `files`, which `--json`
+/// or another program in the same schema wrote.
+pub fn read_records(files: &[PathBuf]) -> Result<Vec<Record>, String> {
+    let mut records = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(file)
+            .map_err(|error| format!("cannot read {}: {error}", file.display()))?;
+        for (number, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let record: Record = serde_json::from_str(line).map_err(|error| {
+                format!(
+                    "{}:{}: not a report record: {error}",
+                    file.display(),
+                    number + 1
+                )
+            })?;
+            records.push(record);
+        }
+    }
+    Ok(records)
 }
 
 /// The human header: what was measured, on what, and how.
