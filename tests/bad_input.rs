@@ -31,7 +31,7 @@ fn assert_mentions(message: &str, parts: &[&str]) {
     }
 }
 
-const BARRIER_MAX: u32 = (1 << 30) - 1;
+const BARRIER_MAX: u32 = (1 << 28) - 1;
 const LATCH_MAX: u32 = (1 << 31) - 1;
 
 // ---------------------------------------------------------------- Barrier
@@ -98,16 +98,16 @@ fn barrier_new_beyond_max_panics() {
     });
     assert_mentions(
         &message,
-        &["Barrier::new", "1073741824", &BARRIER_MAX.to_string()],
+        &["Barrier::new", "268435456", &BARRIER_MAX.to_string()],
     );
     let message = panic_message(|| {
         let _ = Barrier::<System>::new(u32::MAX);
     });
-    assert_mentions(&message, &["Barrier::new", "4294967295", "1073741823"]);
+    assert_mentions(&message, &["Barrier::new", "4294967295", "268435455"]);
     let message = panic_message(|| {
         let _ = Barrier::with_completion(u32::MAX, || {});
     });
-    assert_mentions(&message, &["Barrier::new", "4294967295", "1073741823"]);
+    assert_mentions(&message, &["Barrier::new", "4294967295", "268435455"]);
     // The limit itself is fine.
     let _ = Barrier::<System>::new(BARRIER_MAX);
 }
@@ -128,7 +128,7 @@ fn barrier_try_with_completion_beyond_max() {
     );
     assert_mentions(
         &error.to_string(),
-        &["Barrier::new", "1073741824", "1073741823"],
+        &["Barrier::new", "268435456", "268435455"],
     );
     let ok = Barrier::<System, NoCompletion>::try_with_completion(BARRIER_MAX, NoCompletion);
     assert!(ok.is_ok());

@@ -23,6 +23,8 @@ const REPORT_WORDS: usize = 4;
 /// Barrier phases of the whole team before half of it drops out (the kernels then run
 /// the drop phase and 4 more).
 const BARRIER_ROUNDS: u32 = 10;
+/// Phases of the grid-wide device barrier stress.
+const DEVICE_BARRIER_PHASES: u32 = 50_000;
 const PHASES_AFTER_DROP: u32 = 4;
 /// Mutex acquisitions per team in the semaphore stress (the producer/consumer part
 /// adds 1.5 × as many operations): `rounds = SEMAPHORE_ACQUISITIONS / team size`.
@@ -285,6 +287,46 @@ fn barrier_conformance_matrix() {
                 .then(|| format!("completion counts per team {completions:?}, expected {phases} each (once per phase)"))
         },
     );
+}
+
+#[test]
+fn barrier_without_completion_conformance_matrix() {
+    let Some(gpu) = runtime() else { return };
+    let grid_blocks = gpu.sm_count().unwrap();
+    run_family(
+        &gpu,
+        "plain_barrier",
+        grid_blocks,
+        |_| BARRIER_ROUNDS,
+        |_| None,
+    );
+}
+
+#[test]
+fn generic_block_barrier_in_shared_memory_times_out_and_stays_usable() {
+    let Some(gpu) = runtime() else { return };
+    let outcome = run_block_kernel(&gpu, "conf_generic_block_barrier_timeout", 0);
+    let completions = outcome.counter(0);
+    assert!(
+        completions.iter().all(|&count| count == 2),
+        "completions per block {completions:?}, expected 2 (two phases)"
+    );
+}
+
+#[test]
+fn device_barrier_stress_across_the_grid() {
+    let Some(gpu) = runtime() else { return };
+    let shape = Shape::Grid {
+        blocks: gpu.sm_count().unwrap(),
+        threads: BLOCK_THREADS,
+    };
+    let outcome = run_matrix_kernel(&gpu, "conf_device_barrier_stress", shape, |_| {
+        DEVICE_BARRIER_PHASES
+    })
+    .unwrap_or_else(|error| panic!("conf_device_barrier_stress {shape:?}: launch failed: {error}"));
+    if let Some(failures) = outcome.failures() {
+        panic!("conf_device_barrier_stress {shape:?}: {failures}");
+    }
 }
 
 #[test]

@@ -47,7 +47,8 @@ use core::time::Duration;
 
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{
-    block_index, block_size, cluster_rank, global_thread_count, global_thread_index, map_to_block,
+    block_index, block_size, cluster_rank, global_thread_count, global_thread_index, is_shared,
+    map_to_block,
     shared, sync_block, sync_cluster, thread_in_block, warp, BlockBarrier, ClusterBarrier,
     GlobalTime, Gpu, Grid, SharedBarrier, SharedToken, WholeBlock,
 };
@@ -833,6 +834,7 @@ fn new_barrier<S: PtxScope>(ctx: &Ctx) -> CheckedBarrier<S> {
 }
 
 fn check_barrier<S: PtxScope>(barrier: &CheckedBarrier<S>, ctx: &Ctx) {
+    check_form(barrier, ctx, hardware_expected(barrier));
     check_phases(barrier, ctx);
 }
 
@@ -847,6 +849,160 @@ matrix! {
     conf_barrier_device_global: Device, grid_global;
     conf_barrier_system_shared: System, block_shared;
     conf_barrier_system_global: System, grid_global;
+}
+
+/// The matrix's barrier without completion function: the single-add arrival at every
+/// scope, and the hardware form without the reserved arrival at `Block` scope in shared
+/// memory.
+type PlainBarrier<S> = Barrier<S, Gpu>;
+
+fn new_plain_barrier<S: PtxScope>(ctx: &Ctx) -> PlainBarrier<S> {
+    Barrier::new(ctx.team.size)
+}
+
+fn check_plain_barrier<S: PtxScope>(barrier: &PlainBarrier<S>, ctx: &Ctx) {
+    check_form(barrier, ctx, hardware_expected(barrier));
+    check_phases(barrier, ctx);
+}
+
+matrix! {
+    PlainBarrier, new_plain_barrier, check_plain_barrier,
+    "Barrier without completion conformance (see `check_phases`):":
+    conf_plain_barrier_block_shared: Block, block_shared;
+    conf_plain_barrier_block_global: Block, block_global;
+    conf_plain_barrier_cluster_shared: Cluster, cluster_shared;
+    conf_plain_barrier_cluster_global: Cluster, cluster_global;
+    conf_plain_barrier_device_shared: Device, block_shared;
+    conf_plain_barrier_device_global: Device, grid_global;
+    conf_plain_barrier_system_shared: System, block_shared;
+    conf_plain_barrier_system_global: System, grid_global;
+}
+
+/// Whether a matrix barrier must be in the hardware form: `Block` scope, in shared
+/// memory.
+fn hardware_expected<S: PtxScope, F: Completion>(barrier: &Barrier<S, Gpu, F>) -> bool {
+    <S as sync_shared::Scope>::LEVEL == <Block as sync_shared::Scope>::LEVEL && is_shared(barrier)
+}
+
+/// The form each matrix barrier must take: the hardware one exactly for `Block` scope
+/// in shared memory. One thread per team asks (asking is an operation, which converts
+/// a fresh barrier), before the phases begin.
+fn check_form<S: PtxScope, F: Completion>(barrier: &Barrier<S, Gpu, F>, ctx: &Ctx, hardware: bool) {
+    if ctx.team.me == 0 {
+        check!(ctx, barrier.uses_hardware() == hardware);
+    }
+}
+
+/// `Barrier<Block>` in shared memory (the hardware form) timeouts, with and without a
+/// completion: a barrier expecting one more arrival than the block has cannot
+/// complete, so the timed waits return `false` after their timeout; then thread 0
+/// arrives once more and every old token's wait succeeds. Same signature as the
+/// matrix kernels; counter 0 counts completions (1).
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_generic_block_barrier_timeout(
+    objects: *mut u8,
+    slots: *mut u32,
+    counters: *mut u32,
+    report: *mut u32,
+    rounds: u32,
+) {
+    let _ = (objects, rounds);
+    // SAFETY: the host sizes the buffers per block.
+    let ctx = unsafe { Ctx::new(Team::block(), slots, counters, report, 0) };
+    let plain = shared!(CONF_GENERIC_TIMEOUT_PLAIN: Barrier<Block, Gpu>);
+    let counted = shared!(CONF_GENERIC_TIMEOUT_COUNTED: Barrier<Block, Gpu, CountInto>);
+    // SAFETY: every thread of the block runs each once.
+    let (plain, counted) = unsafe {
+        (
+            plain.init_block(Barrier::new(block_size() + 1)),
+            counted.init_block(Barrier::with_completion(
+                block_size() + 1,
+                CountInto(ctx.counter_ptr(0)),
+            )),
+        )
+    };
+    check_form(plain, &ctx, true);
+    check_form(counted, &ctx, true);
+    timeout_then_complete(plain, &ctx);
+    timeout_then_complete(counted, &ctx);
+}
+
+fn timeout_then_complete<F: Completion>(barrier: &Barrier<Block, Gpu, F>, ctx: &Ctx) {
+    let token = barrier.arrive(1);
+    check!(ctx, !token.parity());
+    let start = now();
+    check!(ctx, !barrier.try_wait_for(&token, SHORT_TIMEOUT));
+    check!(ctx, nanos_since(start) >= SHORT_TIMEOUT.as_nanos() as u64);
+    let deadline = deadline_in(SHORT_TIMEOUT);
+    check!(ctx, !barrier.try_wait_until(&token, deadline));
+    check!(ctx, now() >= deadline);
+    check!(ctx, !barrier.try_wait(&token));
+    check!(ctx, !barrier.try_wait_parity(false));
+    sync_block();
+    if thread_in_block() == 0 {
+        let _last = barrier.arrive(1);
+    }
+    if in_time!(ctx, barrier.try_wait_for(&token, ctx.patience())) {
+        check!(ctx, barrier.try_wait(&token));
+        check!(ctx, barrier.try_wait_parity(false));
+        check!(ctx, !barrier.try_wait_parity(true));
+    }
+    // The next phase's token has the other parity.
+    sync_block();
+    let next = barrier.arrive(1);
+    check!(ctx, next.parity());
+    sync_block();
+    if thread_in_block() == 0 {
+        let _last = barrier.arrive(1);
+    }
+    in_time!(ctx, barrier.try_wait_for(&next, ctx.patience()));
+}
+
+/// The device barrier under stress: `rounds` phases of a `Barrier<Device>` without
+/// completion in global memory, shared by the whole grid (launch_grid), arriving in
+/// turn with `arrive_and_wait`, split arrive/wait and whole-block arrivals. Each
+/// phase every thread writes the phase number to its slot before arriving, and
+/// afterwards checks the slots of a thread in another block (a write before the
+/// barrier is seen after it, across SMs). Same signature as the grid matrix kernels.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_device_barrier_stress(
+    mut grid: Grid,
+    objects: *mut u8,
+    slots: *mut u32,
+    counters: *mut u32,
+    report: *mut u32,
+    rounds: u32,
+) {
+    let team = Team::grid(&mut grid);
+    // SAFETY: the host sizes the buffers for one team (module documentation).
+    let (ctx, object) = unsafe {
+        (
+            Ctx::new(team, slots, counters, report, rounds),
+            global_object::<PlainBarrier<Device>>(objects, 0),
+        )
+    };
+    if team.me == 0 {
+        // SAFETY: one thread builds the object before anyone uses it.
+        unsafe { object.write(Barrier::new(team.size)) };
+    }
+    team.sync();
+    // SAFETY: built above, and lives as long as the launch.
+    let barrier = unsafe { &*object };
+    check_form(barrier, &ctx, false);
+    for phase in 1..=rounds {
+        let buffer = phase % 2;
+        ctx.write_slot(buffer, phase);
+        let meeting = match phase % 3 {
+            0 => Meeting::WholeBlock,
+            1 => Meeting::AndWait,
+            _ => Meeting::Split,
+        };
+        if !meet(barrier, &ctx, meeting, phase % 2 == 0) {
+            ctx.timed_out(line!());
+            continue;
+        }
+        ctx.check_neighbours(buffer, phase, block_size());
+    }
 }
 
 // ---------------------------------------------------------------------------------

@@ -54,12 +54,18 @@ pub(crate) fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
 // differs from `expected`, at the deadline, or after one backoff sleep (spuriously);
 // wakes are no-ops because parked threads poll (hence `PARK_NEEDS_WAKE = false`); a
 // device panic traps the kernel (hence `UNCHECKED_FAST_PATHS`);
-// `combine` groups only lanes that execute it together on the same word with the same
-// `n`, passing them through `bar.warp.sync` (which orders their memory accesses) before
+// `combine` groups only lanes that execute it together on the same word (summing their
+// `n` exactly, or leaving each alone where a sum could overflow), passing them through `bar.warp.sync` (which orders their memory accesses) before
 // the leader's update, and `broadcast` syncs them again after it; thread ids are linear
 // grid indices plus one, distinct among live threads of one grid.
 unsafe impl<S: PtxScope> Backend<S> for Gpu {
     type Instant = GlobalTime;
+    /// sm_90's `mbarrier` (a `Barrier<Block>` in shared memory); none before (the
+    /// waits it needs, `mbarrier.try_wait`, are sm_90).
+    #[cfg(target_feature = "sm_90")]
+    type HardwareBarrier = crate::mbarrier::Mbarrier<S>;
+    #[cfg(not(target_feature = "sm_90"))]
+    type HardwareBarrier = sync_shared::barrier::NoHardwareBarrier;
 
     #[inline(always)]
     fn load(word: &Word, order: Ordering) -> u32 {
@@ -113,6 +119,13 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     fn fence(order: Ordering) {
         S::fence(order)
     }
+    #[inline(always)]
+    fn load_cached(word: &Word) -> u32 {
+        // A block-scope load may be served by the SM's L1, away from the word's
+        // (possibly contended) L2 line. Not scope-checked: it is allowed at any scope.
+        // SAFETY: `word` is a live, aligned atomic word.
+        unsafe { <sync_shared::Block as PtxScope>::load_u32(word.as_ptr(), Ordering::Relaxed) }
+    }
 
     #[inline]
     fn now() -> GlobalTime {
@@ -159,14 +172,13 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
 
     #[inline(always)]
     fn combine(word: &Word, n: u32) -> Combined {
-        let (lanes, _leader) = warp::group_on(word.as_ptr().cast(), n);
-        if n.checked_mul(lanes.count_ones()).is_none() {
-            return Combined::alone(n);
-        }
-        Combined {
-            total: n * lanes.count_ones(),
-            before: n * (lanes & warp::lanes_below()).count_ones(),
-            members: lanes,
+        match warp::group_counts(word.as_ptr().cast(), n) {
+            Some((members, total, before)) => Combined {
+                total,
+                before,
+                members,
+            },
+            None => Combined::alone(n),
         }
     }
 

@@ -158,6 +158,8 @@ mod geometry;
 mod gpu;
 #[cfg(target_arch = "nvptx64")]
 mod grid;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+mod mbarrier;
 #[cfg(target_arch = "nvptx64")]
 pub mod prelude;
 #[cfg(target_arch = "nvptx64")]
@@ -193,6 +195,8 @@ pub use geometry::{
 pub use gpu::{GlobalTime, Gpu};
 #[cfg(target_arch = "nvptx64")]
 pub use grid::Grid;
+#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
+pub use mbarrier::Mbarrier;
 #[cfg(target_arch = "nvptx64")]
 #[doc(hidden)]
 pub use shared::shared_bytes;

@@ -8,10 +8,8 @@ use core::time::Duration;
 use sync_shared::{Backend, Block, Scope, StopToken, Stopped};
 
 use crate::gpu::{GlobalTime, Gpu};
+use crate::mbarrier::{self, window, MAX_EXPECTED};
 use crate::shared::{is_shared, SharedSlot};
-
-/// Largest expected count of an `mbarrier` (PTX ISA: 2²⁰ − 1).
-const MAX_EXPECTED: u32 = (1 << 20) - 1;
 
 /// A reusable barrier for threads of one block, with split arrive/wait, arrival tokens
 /// and parity waits, on the hardware `mbarrier` (sm_90) in block-shared memory: an
@@ -74,16 +72,7 @@ impl SharedBarrier {
             panic!("SharedBarrier::init: expected must be in 1..=SharedBarrier::max()");
         }
         // SAFETY: forwarded; the closure leaves an initialized hardware object.
-        unsafe {
-            slot.init_block_with(|object| {
-                asm!(
-                    "mbarrier.init.shared::cta.b64 [{o}], {n};",
-                    o = in(reg32) shared_window_address(object),
-                    n = in(reg32) expected,
-                    options(nostack),
-                )
-            })
-        }
+        unsafe { slot.init_block_with(|object| mbarrier::init(window(object), expected)) }
     }
 
     /// The largest expected count: 2²⁰ − 1.
@@ -94,7 +83,7 @@ impl SharedBarrier {
     /// The object's address in the shared window: the `.shared::cta` forms of the
     /// instructions take it directly (generic addresses cost an address-space check).
     fn address(&self) -> u32 {
-        shared_window_address(self.object.get())
+        window(self.object.get())
     }
 
     /// Arrives `n` times in the current phase (release at block scope); returns the
@@ -116,18 +105,8 @@ impl SharedBarrier {
     /// One `mbarrier.arrive` of `count`.
     #[inline(always)]
     fn arrive_hardware(&self, count: u32) -> u64 {
-        let before: u64;
         // SAFETY: an arrival on the initialized hardware object.
-        unsafe {
-            asm!(
-                "mbarrier.arrive.shared::cta.b64 {s}, [{o}], {c};",
-                s = out(reg64) before,
-                o = in(reg32) self.address(),
-                c = in(reg32) count,
-                options(nostack),
-            )
-        };
-        before
+        unsafe { mbarrier::arrive(self.address(), count) }
     }
 
     /// Blocks until the phase of `token` completes (acquire at block scope: everything
@@ -141,35 +120,15 @@ impl SharedBarrier {
     /// or a system-dependent time limit passes; `true` once the phase completed.
     #[inline(always)]
     fn try_wait_suspended(&self, token: &SharedToken) -> bool {
-        let done: u32;
-        // SAFETY: waits on the initialized hardware object.
-        unsafe {
-            asm!(
-                "{{ .reg .pred p; mbarrier.try_wait.shared::cta.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
-                d = out(reg32) done,
-                o = in(reg32) self.address(),
-                s = in(reg64) token.0,
-                options(nostack),
-            )
-        };
-        done != 0
+        // SAFETY: waits on the initialized hardware object with its own token.
+        unsafe { mbarrier::wait(self.address(), token.0, true) }
     }
 
     /// Whether the phase of `token` has completed; never blocks (acquire when `true`).
     #[inline]
     pub fn try_wait(&self, token: &SharedToken) -> bool {
-        let done: u32;
-        // SAFETY: tests the initialized hardware object.
-        unsafe {
-            asm!(
-                "{{ .reg .pred p; mbarrier.test_wait.shared::cta.b64 p, [{o}], {s}; selp.u32 {d}, 1, 0, p; }}",
-                d = out(reg32) done,
-                o = in(reg32) self.address(),
-                s = in(reg64) token.0,
-                options(nostack),
-            )
-        };
-        done != 0
+        // SAFETY: tests the initialized hardware object with its own token.
+        unsafe { mbarrier::wait(self.address(), token.0, false) }
     }
 
     /// Waits for the phase of `token` at most `timeout` (`%globaltimer`); `true` if it
@@ -229,25 +188,8 @@ impl SharedBarrier {
 
     #[inline(always)]
     fn parity_wait_step(&self, parity: bool, suspend: bool) -> bool {
-        let done: u32;
-        let parity = u32::from(parity);
         // SAFETY: waits on (or tests) the initialized hardware object.
-        unsafe {
-            if suspend {
-                asm!(
-                    "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
-                    d = out(reg32) done, o = in(reg32) self.address(), q = in(reg32) parity,
-                    options(nostack),
-                )
-            } else {
-                asm!(
-                    "{{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [{o}], {q}; selp.u32 {d}, 1, 0, p; }}",
-                    d = out(reg32) done, o = in(reg32) self.address(), q = in(reg32) parity,
-                    options(nostack),
-                )
-            }
-        };
-        done != 0
+        unsafe { mbarrier::wait_parity(self.address(), parity, suspend) }
     }
 
     /// Arrives once and waits for the phase.
@@ -290,14 +232,7 @@ impl SharedBarrier {
     /// phase must still expect the arrival.
     pub fn arrive_and_drop(&self) {
         // SAFETY: an arrival on the initialized hardware object.
-        unsafe {
-            asm!(
-                "mbarrier.arrive_drop.shared::cta.b64 {s}, [{o}];",
-                s = out(reg64) _,
-                o = in(reg32) self.address(),
-                options(nostack),
-            )
-        };
+        unsafe { mbarrier::arrive_drop(self.address(), 1) };
     }
 
     /// Whether this barrier lies in block-shared memory (always, when made by
@@ -305,20 +240,4 @@ impl SharedBarrier {
     pub fn is_in_shared_memory(&self) -> bool {
         is_shared(self.object.get())
     }
-}
-
-/// The 32-bit shared-window address of a generic address that lies in shared memory.
-#[inline(always)]
-fn shared_window_address<T>(generic: *mut T) -> u32 {
-    let window: u64;
-    // SAFETY: converts an address; touches no memory.
-    unsafe {
-        asm!(
-            "cvta.to.shared.u64 {w}, {g};",
-            w = out(reg64) window,
-            g = in(reg64) generic as u64,
-            options(pure, nomem, nostack),
-        )
-    };
-    window as u32
 }

@@ -124,3 +124,42 @@ pub fn group_on(object: *const (), n: u32) -> (u32, u32) {
     }
     (same_object, same_object.trailing_zeros())
 }
+
+/// The lanes of the caller's warp that call this together on the same `object` (the
+/// group; the lowest is its leader), the sum of their `n` and the sum over the group's
+/// lanes below the caller: what one arrival of the group's total stands for, and the
+/// share that comes before the caller's. Lanes may pass different `n`. `None` when a
+/// sum would not fit in 32 bits (each lane is then alone). Every lane of the group
+/// passes through [`sync`] before it returns.
+#[inline(always)]
+pub fn group_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
+    let active = active_lanes();
+    let group = lanes_with_same(active, object as u64);
+    let size = group.count_ones();
+    let below = group & lanes_below();
+    if all_equal(group, n) {
+        let total = n.checked_mul(size)?;
+        if size > 1 {
+            sync(group);
+        }
+        return Some((group, total, n * below.count_ones()));
+    }
+    // Different counts: sum them lane by lane (rare: a warp whose lanes arrive with
+    // different counts at once). Each term is at most 2²⁶, so no sum overflows.
+    if !all_true(group, n <= 1 << 26) {
+        return None;
+    }
+    let (mut total, mut before) = (0_u32, 0_u32);
+    let mut rest = group;
+    while rest != 0 {
+        let from = rest.trailing_zeros();
+        let theirs = broadcast(group, n, from);
+        total += theirs;
+        if below & (1 << from) != 0 {
+            before += theirs;
+        }
+        rest &= rest - 1;
+    }
+    sync(group);
+    Some((group, total, before))
+}

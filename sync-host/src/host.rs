@@ -38,6 +38,7 @@ const YIELD_ROUNDS: u32 = 16;
 // only; thread ids are addresses of a live thread-local.
 unsafe impl Backend<System> for Host {
     type Instant = Instant;
+    type HardwareBarrier = sync_shared::barrier::NoHardwareBarrier;
 
     #[inline(always)]
     fn load(word: &Word, order: Ordering) -> u32 {

@@ -228,6 +228,85 @@ fn barrier_three_threads() {
     });
 }
 
+/// Without a completion, the last arrival's add flips the phase and the completing
+/// thread reopens it afterwards: two threads, two phases, each writing before it
+/// arrives and reading the other's write after its wait. A thread released by the
+/// first phase can arrive in the second before the reopening, on top of a zero count;
+/// the model checks that such an arrival is neither lost nor completes the phase early.
+#[test]
+fn barrier_without_completion_reopens_behind_early_arrivals() {
+    loom::model(|| {
+        let barrier = Arc::new(Barrier::<System>::new(2));
+        let (mine, theirs) = (
+            Arc::new([Data::new(0), Data::new(0)]),
+            Arc::new([Data::new(0), Data::new(0)]),
+        );
+
+        let other = {
+            let (barrier, mine, theirs) = (barrier.clone(), mine.clone(), theirs.clone());
+            thread::spawn(move || {
+                for phase in 0..2 {
+                    theirs[phase].set(1);
+                    barrier.arrive_and_wait();
+                    assert_eq!(mine[phase].get(), 1);
+                }
+            })
+        };
+
+        for phase in 0..2 {
+            mine[phase].set(1);
+            barrier.arrive_and_wait();
+            assert_eq!(theirs[phase].get(), 1);
+        }
+        other.join().unwrap();
+    });
+}
+
+/// A barrier of one without completion, used by two threads: every arrival completes
+/// a phase and reopens the next, so an arrival can find the reopening pending (the
+/// checked arrival waits for it). Each arrival completes exactly one phase: after two
+/// arrivals the phase parity is back where it started. (No `wait`: a token two phases
+/// old is outside `wait`'s contract, as in C++.)
+#[test]
+fn barrier_without_completion_arrival_during_reopening() {
+    loom::model(|| {
+        let barrier = Arc::new(Barrier::<System>::new(1));
+        let other = {
+            let barrier = barrier.clone();
+            thread::spawn(move || {
+                let _token = barrier.arrive(1);
+            })
+        };
+        let _token = barrier.arrive(1);
+        other.join().unwrap();
+        let token = barrier.arrive(1);
+        assert!(!token.parity(), "two phases completed before this one");
+        barrier.wait(token);
+    });
+}
+
+/// `arrive_and_drop` without completion: the dropper's write reaches the waiter, and
+/// the waiter then passes later phases alone (the reopening reads the lowered count).
+#[test]
+fn barrier_without_completion_arrive_and_drop() {
+    loom::model(|| {
+        let barrier = Arc::new(Barrier::<System>::new(2));
+        let data = Arc::new(Data::new(0));
+        let dropper = {
+            let (barrier, data) = (barrier.clone(), data.clone());
+            thread::spawn(move || {
+                data.set(1);
+                barrier.arrive_and_drop();
+            })
+        };
+        barrier.arrive_and_wait();
+        assert_eq!(data.get(), 1);
+        barrier.arrive_and_wait();
+        barrier.arrive_and_wait();
+        dropper.join().unwrap();
+    });
+}
+
 /// A barrier of one, used by two threads: each arrival completes a phase, so an
 /// arrival that comes while the other thread's completion step runs (remaining == 0)
 /// must wait for the next phase and count there. The completion never runs twice at

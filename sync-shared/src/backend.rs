@@ -46,6 +46,11 @@ pub unsafe trait Backend<S: Scope>: 'static {
     /// A point in time of this backend's monotonic clock.
     type Instant: Copy + Ord + Debug;
 
+    /// The hardware barrier a [`Barrier`](crate::Barrier) at scope `S` becomes where
+    /// the hardware serves its place ([`NoHardwareBarrier`](crate::barrier::NoHardwareBarrier)
+    /// for none).
+    type HardwareBarrier: crate::barrier::HardwareBarrier;
+
     /// Atomic load.
     fn load(word: &Word, order: Ordering) -> u32;
     /// Atomic store.
@@ -66,6 +71,16 @@ pub unsafe trait Backend<S: Scope>: 'static {
     fn fetch_sub(word: &Word, value: u32, order: Ordering) -> u32;
     /// Memory fence at scope `S`.
     fn fence(order: Ordering);
+
+    /// A relaxed load that may be answered by a cache near the calling thread (on the
+    /// GPU, the SM's L1: a block-scope load), for words that rarely change, where the
+    /// caller checks by other means whether the value can be trusted. It reads a value
+    /// the word held at or after the latest write that happens before the call; it
+    /// need not be the latest value.
+    #[inline(always)]
+    fn load_cached(word: &Word) -> u32 {
+        Self::load(word, Ordering::Relaxed)
+    }
 
     /// The current time.
     fn now() -> Self::Instant;
@@ -120,9 +135,9 @@ pub unsafe trait Backend<S: Scope>: 'static {
     const STACKS_ARE_SHARED: bool = true;
 
     /// Groups the calling thread with the threads that call `combine` on the same
-    /// `word` at the same moment and in lockstep (a GPU warp's converged lanes) with the
-    /// same `n`, so that one read-modify-write of the group's total can stand for all of
-    /// them. A backend that groups threads orders every member's earlier memory
+    /// `word` at the same moment and in lockstep (a GPU warp's converged lanes), each
+    /// with its own `n`, so that one read-modify-write of the group's total can stand
+    /// for all of them. A backend that groups threads orders every member's earlier memory
     /// accesses before the leader's read-modify-write, as a barrier among them would.
     /// The default groups nobody: every thread is alone.
     #[inline(always)]

@@ -101,12 +101,14 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     ///
     /// # Panics
     ///
-    /// If `n` exceeds the counter. The latch is left unchanged.
+    /// If `n` exceeds the counter. The latch is left unchanged, except on backends with
+    /// [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS) (the GPU, where the
+    /// panic traps the kernel), which find it after the counter changed.
     #[inline]
     #[track_caller]
     pub fn count_down(&self, n: u32) {
         if B::UNCHECKED_FAST_PATHS {
-            self.count_down_unchecked(n);
+            self.count_down_unchecked("Latch::count_down", n);
         } else if let Err(error) = self.try_count_down(n) {
             violated(error)
         }
@@ -114,13 +116,13 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
 
     /// `count_down` as one `fetch_sub` (see `Backend::UNCHECKED_FAST_PATHS`).
     #[inline]
-    fn count_down_unchecked(&self, n: u32) {
+    fn count_down_unchecked(&self, operation: &'static str, n: u32) {
         let Ok(previous) = combined_take::<S, B, Infallible>(&self.state, n, |n| {
             let previous = B::fetch_sub(&self.state, n, Ordering::Release);
             let count = previous & COUNT;
             if n > count {
                 violated(UsageError::new(
-                    "Latch::count_down",
+                    operation,
                     UsageErrorKind::CountDownExceedsCount { n, count },
                 ));
             }
@@ -203,10 +205,13 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     ///
     /// # Panics
     ///
-    /// If `n` exceeds the counter. The latch is left unchanged.
+    /// If `n` exceeds the counter, as [`count_down`](Self::count_down).
     #[track_caller]
     pub fn arrive_and_wait(&self, n: u32) {
-        if let Err(error) = self.count_down_as("Latch::arrive_and_wait", n) {
+        const OPERATION: &str = "Latch::arrive_and_wait";
+        if B::UNCHECKED_FAST_PATHS {
+            self.count_down_unchecked(OPERATION, n);
+        } else if let Err(error) = self.count_down_as(OPERATION, n) {
             violated(error)
         }
         self.wait();

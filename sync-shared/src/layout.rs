@@ -11,8 +11,8 @@ pub struct Layout {
     pub align: usize,
 }
 
-/// `Barrier` without completion function: state word, expected word.
-pub const BARRIER: Layout = Layout { size: 8, align: 4 };
+/// `Barrier` without completion function: state word, expected word, hardware word.
+pub const BARRIER: Layout = Layout { size: 16, align: 8 };
 /// `Latch`: one word.
 pub const LATCH: Layout = Layout { size: 4, align: 4 };
 /// `CountingSemaphore` (and `BinarySemaphore`): counter word, waiter word.

@@ -53,6 +53,32 @@ pub(crate) fn combined_take<S: Scope, B: Backend<S>, E>(
     n: u32,
     apply: impl Fn(u32) -> Result<u32, E>,
 ) -> Result<u32, E> {
+    combined::<S, B, E>(word, n, apply, |previous, before| previous - before)
+}
+
+/// [`combined_take`] for a count that grows by `unit` per arrival: each member gets the
+/// leader's value plus `unit` times the `n` of the members before it.
+#[inline]
+pub(crate) fn combined_add<S: Scope, B: Backend<S>, E>(
+    word: &Word,
+    n: u32,
+    unit: u32,
+    apply: impl Fn(u32) -> Result<u32, E>,
+) -> Result<u32, E> {
+    combined::<S, B, E>(word, n, apply, |previous, before| {
+        previous.wrapping_add(before.wrapping_mul(unit))
+    })
+}
+
+/// The grouping both directions share: `member(previous, before)` is the value a member
+/// whose group-mates before it took `before` would have replaced.
+#[inline(always)]
+fn combined<S: Scope, B: Backend<S>, E>(
+    word: &Word,
+    n: u32,
+    apply: impl Fn(u32) -> Result<u32, E>,
+    member: impl Fn(u32, u32) -> u32,
+) -> Result<u32, E> {
     let group = B::combine(word, n);
     if group.is_alone() {
         return apply(n);
@@ -64,6 +90,6 @@ pub(crate) fn combined_take<S: Scope, B: Backend<S>, E>(
     };
     match B::broadcast(&group, led) {
         GROUP_FAILED => apply(n),
-        previous => Ok(previous as u32 - group.before),
+        previous => Ok(member(previous as u32, group.before)),
     }
 }
