@@ -16,7 +16,9 @@
 #include <cstdlib>
 #include <cuda/atomic>
 #include <cuda/barrier>
+#include <cuda/latch>
 #include <cuda/semaphore>
+#include <new>
 
 namespace cg = cooperative_groups;
 
@@ -39,6 +41,39 @@ constexpr unsigned NEVER = 0xDEADBEEF;
 
 using DeviceBarrier = cuda::barrier<cuda::thread_scope_device>;
 using DeviceSemaphore = cuda::counting_semaphore<cuda::thread_scope_device>;
+using BlockLatch = cuda::latch<cuda::thread_scope_block>;
+using DeviceLatch = cuda::latch<cuda::thread_scope_device>;
+using BlockSemaphore = cuda::counting_semaphore<cuda::thread_scope_block>;
+
+// Latch rounds on three latches in rotation: `rebuilds` (one thread) rebuilds latch
+// i + 1 during round i; its last use was round i - 2, which every thread has left (all
+// of them arrived in round i - 1 since), and its next use starts only after this
+// thread's count-down in round i.
+template <class Latch>
+__device__ void latch_rounds(Latch *latches, ptrdiff_t count, bool rebuilds, int iterations,
+                             unsigned *sink) {
+    unsigned acc = 0;
+    for (int i = 0; i < iterations; ++i) {
+        acc += threadIdx.x ^ i;
+        if (rebuilds) new (&latches[(i + 1) % 3]) Latch(count);
+        latches[i % 3].arrive_and_wait();
+    }
+    if (acc == NEVER) *sink = acc;
+}
+
+// Thread `player` 0 releases `ping` and acquires `pong`, player 32 the other way round.
+template <class Semaphore>
+__device__ void ping_pong(Semaphore &ping, Semaphore &pong, unsigned player, int round_trips) {
+    for (int i = 0; i < round_trips; ++i) {
+        if (player == 0) {
+            ping.release();
+            pong.acquire();
+        } else {
+            ping.acquire();
+            pong.release();
+        }
+    }
+}
 
 template <cuda::thread_scope Scope>
 __device__ void atomic_chain(unsigned *word, int iterations, long long *cycles) {
@@ -125,6 +160,42 @@ __global__ void baseline_device_barrier_all(DeviceBarrier *barrier, int iteratio
     if (acc == NEVER) *sink = acc;
 }
 
+// Block latches in __shared__ memory, built in place by thread 0 (no constructor runs
+// for __shared__ objects).
+__global__ void baseline_latch_block(int iterations, unsigned *sink) {
+    __shared__ alignas(BlockLatch) unsigned char storage[3 * sizeof(BlockLatch)];
+    BlockLatch *latches = reinterpret_cast<BlockLatch *>(storage);
+    if (threadIdx.x == 0) {
+        for (int k = 0; k < 3; ++k) new (&latches[k]) BlockLatch(blockDim.x);
+    }
+    __syncthreads();
+    latch_rounds(latches, blockDim.x, threadIdx.x == 0, iterations, sink);
+}
+
+__global__ void baseline_latch_device_init(DeviceLatch *latches, int count) {
+    for (int k = 0; k < 3; ++k) new (&latches[k]) DeviceLatch(count);
+}
+
+// Every thread of the grid counts each round's latch down and waits.
+__global__ void baseline_latch_device(DeviceLatch *latches, int iterations, unsigned *sink) {
+    const bool first = blockIdx.x == 0 && threadIdx.x == 0;
+    latch_rounds(latches, gridDim.x * blockDim.x, first, iterations, sink);
+}
+
+// Thread 0 and thread 32 of one block, through two block semaphores in __shared__.
+__global__ void baseline_semaphore_ping_pong_block(int round_trips) {
+    __shared__ alignas(BlockSemaphore) unsigned char storage[2 * sizeof(BlockSemaphore)];
+    BlockSemaphore *semaphores = reinterpret_cast<BlockSemaphore *>(storage);
+    if (threadIdx.x == 0) {
+        new (&semaphores[0]) BlockSemaphore(0);
+        new (&semaphores[1]) BlockSemaphore(0);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 || threadIdx.x == 32) {
+        ping_pong(semaphores[0], semaphores[1], threadIdx.x, round_trips);
+    }
+}
+
 __global__ void baseline_semaphore_init(DeviceSemaphore *semaphores) {
     new (&semaphores[0]) DeviceSemaphore(0);
     new (&semaphores[1]) DeviceSemaphore(0);
@@ -133,17 +204,7 @@ __global__ void baseline_semaphore_init(DeviceSemaphore *semaphores) {
 // Thread 0 of block 0 and of block 1 hand a unit back and forth.
 __global__ void baseline_semaphore_ping_pong(DeviceSemaphore *semaphores, int round_trips) {
     if (threadIdx.x != 0) return;
-    DeviceSemaphore &to_second = semaphores[0];
-    DeviceSemaphore &to_first = semaphores[1];
-    for (int i = 0; i < round_trips; ++i) {
-        if (blockIdx.x == 0) {
-            to_second.release();
-            to_first.acquire();
-        } else {
-            to_second.acquire();
-            to_first.release();
-        }
-    }
+    ping_pong(semaphores[0], semaphores[1], blockIdx.x == 0 ? 0 : 32, round_trips);
 }
 
 __global__ void baseline_atomic_chain_block(unsigned *word, int iterations, long long *cycles) {
@@ -274,6 +335,29 @@ int main() {
         });
         std::printf("grid   %s grid=%d x %4d : %8.1f ns/barrier\n", "cuda::barrier<device> all-threads",
                     sms, threads, ns_each(ms, iterations));
+    }
+    for (int threads : {128, 1024}) {
+        const float ms = best_ms([&] { baseline_latch_block<<<sms, threads>>>(block_iterations, sink); });
+        std::printf("block  %-24s grid=%d x %4d : %8.1f ns/latch\n", "cuda::latch<block>", sms, threads,
+                    ns_each(ms, block_iterations));
+    }
+    {
+        const int threads = 128, iterations = 200;
+        DeviceLatch *latches;
+        check(cudaMalloc(&latches, 3 * sizeof(DeviceLatch)), "allocate");
+        const float ms = best_ms([&] {
+            baseline_latch_device_init<<<1, 1>>>(latches, sms * threads);
+            baseline_latch_device<<<sms, threads>>>(latches, iterations, sink);
+        });
+        std::printf("grid   %s grid=%d x %4d : %8.1f ns/latch\n", "cuda::latch<device> all-threads", sms,
+                    threads, ns_each(ms, iterations));
+        cudaFree(latches);
+    }
+    {
+        const int round_trips = 20000;
+        const float ms = best_ms([&] { baseline_semaphore_ping_pong_block<<<1, 64>>>(round_trips); });
+        std::printf("sem    counting_semaphore<block> ping-pong thread0<->thread32 : %8.1f ns/round trip\n",
+                    ns_each(ms, round_trips));
     }
     {
         DeviceSemaphore *semaphores;

@@ -34,11 +34,14 @@ PRIMITIVES = {
     "cuda::barrier<block>": ("libcudacxx", [
         ("block", "shared_barrier", "arrive_and_wait", None, 0.8),
         ("block", "shared_barrier", "arrive_and_wait_parity", None, None),
-        ("block", "barrier", "arrive_and_wait", "shared_memory", None),
+        ("block", "barrier", "arrive_and_wait", "shared_memory", 1.0),
+        ("block", "barrier", "arrive_and_wait", "shared_memory_completion", None),
     ]),
     "cg::grid.sync()": ("cooperative_groups", [("device", "grid", "sync", None, 0.9)]),
-    "cuda::barrier<device> leader": ("libcudacxx", [("device", "barrier", "block_arrive_and_wait", None, None)]),
-    "cuda::barrier<device> all-threads": ("libcudacxx", [("device", "barrier", "arrive_and_wait", None, None)]),
+    "cuda::barrier<device> leader": ("libcudacxx", [("device", "barrier", "block_arrive_and_wait", None, 1.0)]),
+    "cuda::barrier<device> all-threads": ("libcudacxx", [("device", "barrier", "arrive_and_wait", None, 1.0)]),
+    "cuda::latch<block>": ("libcudacxx", [("block", "latch", "arrive_and_wait", "shared_memory", 1.0)]),
+    "cuda::latch<device> all-threads": ("libcudacxx", [("device", "latch", "arrive_and_wait", None, 1.0)]),
 }
 
 def record(scope, primitive, impl, op, variant, grid, block, value, unit):
@@ -65,10 +68,13 @@ for r in range(1, rounds + 1):
             for scope, primitive, op, variant, target in ours:
                 out += record(scope, primitive, impl, op, variant, int(m[2]), int(m[3]), float(m[4]), "ns")
                 targets[(scope, primitive, op, variant, int(m[3]))] = target
-        m = re.match(r"sem\s+\S+ ping-pong.*:\s*([\d.]+) ns", line)
-        if m:
-            out += record("device", "semaphore", "libcudacxx", "ping_pong", "two_blocks", 2, 32, float(m[1]), "ns")
+        m = re.match(r"sem\s+counting_semaphore<(\w+)> ping-pong.*:\s*([\d.]+) ns", line)
+        if m and m[1] == "device":
+            out += record("device", "semaphore", "libcudacxx", "ping_pong", "two_blocks", 2, 32, float(m[2]), "ns")
             targets[("device", "semaphore", "ping_pong", "two_blocks", 32)] = 0.75
+        elif m:
+            out += record("block", "semaphore", "libcudacxx", "ping_pong", "two_warps", 1, 64, float(m[2]), "ns")
+            targets[("block", "semaphore", "ping_pong", "two_warps", 64)] = 1.0
         m = re.match(r"host<->device mapped-memory ping-pong.*:\s*([\d.]+) ns", line)
         if m:
             out += record("system", "handoff_channel", "cuda_cpp_raw_spin", "round_trip", "endpoints", 1, 1, float(m[1]), "ns")

@@ -8,7 +8,7 @@ use std::time::Duration;
 use scoped_sync::cuda::{CudaError, Kernel, PushKernelArg};
 
 use crate::Gpu;
-use scoped_sync::{Barrier, CountingSemaphore};
+use scoped_sync::{Barrier, CountingSemaphore, Latch};
 
 /// How a cost kernel is launched and what it takes.
 #[derive(Clone, Copy, Debug)]
@@ -21,6 +21,10 @@ pub enum Launch {
     DeviceBarrier,
     /// `(two semaphores, iterations)` on 2 × 32 threads.
     PingPong,
+    /// `(three latches, iterations, sink)`; fresh device latches expecting every thread.
+    DeviceLatch,
+    /// `(iterations, sink)` on one block.
+    OneBlock,
 }
 
 /// One measured workload, with the anchor's launch shapes and iteration count.
@@ -47,7 +51,7 @@ pub struct Workload {
 }
 
 /// Every device primitive the report and the benches time.
-pub const WORKLOADS: [Workload; 8] = [
+pub const WORKLOADS: [Workload; 13] = [
     Workload {
         kernel: "cost_block_barrier",
         scope: "block",
@@ -89,6 +93,36 @@ pub const WORKLOADS: [Workload; 8] = [
         iterations: 20_000,
     },
     Workload {
+        kernel: "cost_generic_block_barrier_completion",
+        scope: "block",
+        primitive: "barrier",
+        op: "arrive_and_wait",
+        variant: Some("shared_memory_completion"),
+        launch: Launch::Plain,
+        blocks: &[128, 1024],
+        iterations: 20_000,
+    },
+    Workload {
+        kernel: "cost_block_latch",
+        scope: "block",
+        primitive: "latch",
+        op: "arrive_and_wait",
+        variant: Some("shared_memory"),
+        launch: Launch::Plain,
+        blocks: &[128, 1024],
+        iterations: 20_000,
+    },
+    Workload {
+        kernel: "cost_block_semaphore_ping_pong",
+        scope: "block",
+        primitive: "semaphore",
+        op: "ping_pong",
+        variant: Some("two_warps"),
+        launch: Launch::OneBlock,
+        blocks: &[64],
+        iterations: 20_000,
+    },
+    Workload {
         kernel: "cost_grid_sync",
         scope: "device",
         primitive: "grid",
@@ -119,6 +153,26 @@ pub const WORKLOADS: [Workload; 8] = [
         iterations: 200,
     },
     Workload {
+        kernel: "cost_device_latch",
+        scope: "device",
+        primitive: "latch",
+        op: "arrive_and_wait",
+        variant: None,
+        launch: Launch::DeviceLatch,
+        blocks: &[128],
+        iterations: 200,
+    },
+    Workload {
+        kernel: "cost_grid_lower_bound",
+        scope: "device",
+        primitive: "atomic",
+        op: "release_add_poll_round_trip",
+        variant: None,
+        launch: Launch::OneBlock,
+        blocks: &[32],
+        iterations: 5_000,
+    },
+    Workload {
         kernel: "cost_semaphore_ping_pong",
         scope: "device",
         primitive: "semaphore",
@@ -136,6 +190,7 @@ impl Workload {
     pub fn grid(&self, sms: u32) -> u32 {
         match self.launch {
             Launch::PingPong => 2,
+            Launch::OneBlock => 1,
             _ => sms,
         }
     }
@@ -166,7 +221,7 @@ fn time_launch(
     let sink = runtime.zeros::<u32>(1)?;
     let elapsed = match launch {
         // SAFETY: the plain cost kernels take (u32, u32 pointer).
-        Launch::Plain => runtime.gpu_time(|| unsafe {
+        Launch::Plain | Launch::OneBlock => runtime.gpu_time(|| unsafe {
             kernel.launch(grid, block, |args| {
                 args.arg(&iterations).arg(&sink);
             })
@@ -184,6 +239,21 @@ fn time_launch(
             runtime.gpu_time(|| unsafe {
                 kernel.launch(grid, block, |args| {
                     args.arg(&barrier).arg(&iterations).arg(&sink);
+                })
+            })?
+        }
+        Launch::DeviceLatch => {
+            let count = grid * block;
+            let latches = runtime.upload_object(&[
+                Latch::new(count),
+                Latch::new(count),
+                Latch::new(count),
+            ])?;
+            // SAFETY: `cost_device_latch` takes (pointer to three latches, u32, u32
+            // pointer); the latches expect every thread of the launch.
+            runtime.gpu_time(|| unsafe {
+                kernel.launch(grid, block, |args| {
+                    args.arg(&latches).arg(&iterations).arg(&sink);
                 })
             })?
         }
