@@ -353,3 +353,34 @@ fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
         }
     }
 }
+
+/// The generic barrier's fast paths, as the cost kernels use them: at device scope an
+/// arrival is one release add (no compare-and-swap loop) and the expected count is
+/// read through the SM's cache; a `Block`-scope barrier in shared memory tests the
+/// address space and runs on the `mbarrier` after converting itself once.
+#[test]
+fn the_generic_barrier_compiles_to_its_fast_paths() {
+    let Some(ptx) = ptx() else { return };
+    let entries = entries(ptx);
+    for kernel in ["cost_device_barrier_all", "cost_device_barrier_block"] {
+        let body = entries[kernel];
+        for wanted in ["atom.release.gpu.add.u32", "ld.relaxed.cta.u32"] {
+            assert!(body.contains(wanted), "{kernel}: no {wanted}");
+        }
+        assert!(!body.contains(".cas."), "{kernel}: a compare-and-swap");
+    }
+    let body = entries["cost_generic_block_barrier"];
+    for wanted in [
+        "isspacep.shared",
+        "ld.acquire.cta.u32",
+        "mbarrier.init.shared::cta.b64",
+        "mbarrier.arrive.shared::cta.b64",
+        "mbarrier.pending_count.b64",
+        "mbarrier.try_wait.shared::cta.b64",
+    ] {
+        assert!(
+            body.contains(wanted),
+            "cost_generic_block_barrier: no {wanted}"
+        );
+    }
+}

@@ -61,8 +61,9 @@ pub unsafe extern "gpu-kernel" fn cost_shared_barrier_parity(iterations: u32, ou
     });
 }
 
-/// `iterations` phases of the generic algorithm at block scope in shared memory (the
-/// portable path a `Barrier<Block>` takes; for comparison with the hardware paths).
+/// `iterations` phases of the generic `Barrier<Block>` in shared memory, which takes
+/// its hardware form (the `mbarrier`) at its first arrival (anchor:
+/// `baseline_block_barrier`, libcu++ `cuda::barrier<thread_scope_block>`).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn cost_generic_block_barrier(iterations: u32, out: *mut u32) {
     let slot = shared!(COST_GENERIC_BLOCK_BARRIER: Barrier<Block>);
