@@ -80,7 +80,10 @@ impl Completion for CountPhases {
     #[inline]
     fn on_phase_complete(&mut self) {
         // SAFETY: the host's live sink word; one completing thread at a time.
-        unsafe { self.0.write_volatile(self.0.read_volatile().wrapping_add(1)) };
+        unsafe {
+            self.0
+                .write_volatile(self.0.read_volatile().wrapping_add(1))
+        };
     }
 }
 
@@ -133,7 +136,13 @@ pub unsafe extern "gpu-kernel" fn cost_block_latch(iterations: u32, out: *mut u3
     let count = block_size();
     // SAFETY: every thread of the block runs this once.
     unsafe { slot.init_block([Latch::new(count), Latch::new(count), Latch::new(count)]) };
-    latch_rounds(slot.as_ptr(), count, thread_in_block() == 0, iterations, out);
+    latch_rounds(
+        slot.as_ptr(),
+        count,
+        thread_in_block() == 0,
+        iterations,
+        out,
+    );
 }
 
 /// `iterations` rounds of a device latch in global memory counted down by every
@@ -261,6 +270,10 @@ pub unsafe extern "gpu-kernel" fn cost_semaphore_ping_pong(
     // SAFETY: the host passes two semaphores.
     let (ping, pong) = unsafe { (&*semaphores, &*semaphores.add(1)) };
     // Block 0's thread plays thread 0, block 1's thread 32.
-    let player = if sync_device::block_index() == 0 { 0 } else { 32 };
+    let player = if sync_device::block_index() == 0 {
+        0
+    } else {
+        32
+    };
     ping_pong(ping, pong, player, iterations);
 }
