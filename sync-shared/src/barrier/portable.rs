@@ -2,6 +2,7 @@
 //! (see the module documentation for the encoding).
 
 use core::convert::Infallible;
+#[cfg(not(loom))]
 use core::time::Duration;
 
 use super::{
