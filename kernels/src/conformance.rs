@@ -528,6 +528,7 @@ trait PhaseBarrier {
     /// The token's phase parity, where the token exposes it.
     fn token_parity(token: &Self::Token) -> Option<bool>;
     fn try_wait_for(&self, token: &Self::Token, timeout: Duration) -> bool;
+    fn try_wait_until(&self, token: &Self::Token, deadline: GlobalTime) -> bool;
     fn try_wait(&self, token: &Self::Token) -> bool;
     fn wait(&self, token: Self::Token);
     fn arrive_and_wait(&self);
@@ -556,6 +557,9 @@ impl<S: PtxScope, F: Completion> PhaseBarrier for Barrier<S, Gpu, F> {
     }
     fn try_wait_for(&self, token: &ArrivalToken, timeout: Duration) -> bool {
         Barrier::try_wait_for(self, token, timeout)
+    }
+    fn try_wait_until(&self, token: &ArrivalToken, deadline: GlobalTime) -> bool {
+        Barrier::try_wait_until(self, token, deadline)
     }
     fn try_wait(&self, token: &ArrivalToken) -> bool {
         Barrier::try_wait(self, token)
@@ -591,6 +595,9 @@ impl PhaseBarrier for SharedBarrier {
     }
     fn try_wait_for(&self, token: &SharedToken, timeout: Duration) -> bool {
         SharedBarrier::try_wait_for(self, token, timeout)
+    }
+    fn try_wait_until(&self, token: &SharedToken, deadline: GlobalTime) -> bool {
+        SharedBarrier::try_wait_until(self, token, deadline)
     }
     fn try_wait(&self, token: &SharedToken) -> bool {
         SharedBarrier::try_wait(self, token)
@@ -893,10 +900,8 @@ fn check_form<S: PtxScope, F: Completion>(barrier: &Barrier<S, Gpu, F>, ctx: &Ct
 }
 
 /// `Barrier<Block>` in shared memory (the hardware form) timeouts, with and without a
-/// completion: a barrier expecting one more arrival than the block has cannot
-/// complete, so the timed waits return `false` after their timeout; then thread 0
-/// arrives once more and every old token's wait succeeds. Same signature as the
-/// matrix kernels; counter 0 counts completions (1).
+/// completion ([`timeout_then_complete`]). Same signature as the matrix kernels;
+/// counter 0 counts the completions (2, one per phase).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_generic_block_barrier_timeout(
     objects: *mut u8,
@@ -926,35 +931,40 @@ pub unsafe extern "gpu-kernel" fn conf_generic_block_barrier_timeout(
     timeout_then_complete(counted, &ctx);
 }
 
-fn timeout_then_complete<F: Completion>(barrier: &Barrier<Block, Gpu, F>, ctx: &Ctx) {
-    let token = barrier.arrive(1);
-    check!(ctx, !token.parity());
-    let start = now();
-    check!(ctx, !barrier.try_wait_for(&token, SHORT_TIMEOUT));
-    check!(ctx, nanos_since(start) >= SHORT_TIMEOUT.as_nanos() as u64);
-    let deadline = deadline_in(SHORT_TIMEOUT);
-    check!(ctx, !barrier.try_wait_until(&token, deadline));
-    check!(ctx, now() >= deadline);
-    check!(ctx, !barrier.try_wait(&token));
-    check!(ctx, !barrier.try_wait_parity(false));
-    sync_block();
-    if thread_in_block() == 0 {
-        let _last = barrier.arrive(1);
+/// A barrier of the block expecting one arrival more than the block has: every
+/// thread's timed waits return `false` after their timeout and `try_wait` is `false`;
+/// then thread 0 arrives once more, and every thread's wait on its old token succeeds
+/// (a timed-out wait leaves the barrier usable); then one more such phase, whose tokens
+/// have the other parity.
+fn timeout_then_complete<B: PhaseBarrier>(barrier: &B, ctx: &Ctx) {
+    for phase in 0..2 {
+        let parity = phase == 1;
+        let token = barrier.arrive(1);
+        if let Some(token_parity) = B::token_parity(&token) {
+            check!(ctx, token_parity == parity);
+        }
+        if phase == 0 {
+            let start = now();
+            check!(ctx, !barrier.try_wait_for(&token, SHORT_TIMEOUT));
+            check!(ctx, nanos_since(start) >= SHORT_TIMEOUT.as_nanos() as u64);
+            let deadline = deadline_in(SHORT_TIMEOUT);
+            check!(ctx, !barrier.try_wait_until(&token, deadline));
+            check!(ctx, now() >= deadline);
+            check!(ctx, !barrier.try_wait(&token));
+            check!(ctx, !barrier.try_wait_parity(parity));
+        }
+        // Every thread has seen the phase incomplete; now the missing arrival.
+        sync_block();
+        if thread_in_block() == 0 {
+            let _last = barrier.arrive(1);
+        }
+        if in_time!(ctx, barrier.try_wait_for(&token, ctx.patience())) {
+            check!(ctx, barrier.try_wait(&token));
+            check!(ctx, barrier.try_wait_parity(parity));
+            check!(ctx, !barrier.try_wait_parity(!parity));
+        }
+        sync_block();
     }
-    if in_time!(ctx, barrier.try_wait_for(&token, ctx.patience())) {
-        check!(ctx, barrier.try_wait(&token));
-        check!(ctx, barrier.try_wait_parity(false));
-        check!(ctx, !barrier.try_wait_parity(true));
-    }
-    // The next phase's token has the other parity.
-    sync_block();
-    let next = barrier.arrive(1);
-    check!(ctx, next.parity());
-    sync_block();
-    if thread_in_block() == 0 {
-        let _last = barrier.arrive(1);
-    }
-    in_time!(ctx, barrier.try_wait_for(&next, ctx.patience()));
 }
 
 /// The device barrier under stress: `rounds` phases of a `Barrier<Device>` without
@@ -1296,11 +1306,8 @@ pub unsafe extern "gpu-kernel" fn conf_shared_barrier_phases(
     check_phases(barrier, &ctx);
 }
 
-/// [`SharedBarrier`] timeouts: a barrier expecting one more arrival than the block
-/// has cannot complete, so every thread's `try_wait_for` / `try_wait_until` returns
-/// `false` after at least the timeout and `try_wait` is `false`; then thread 0
-/// arrives once more, and every thread's (timed) wait on its old token succeeds: a
-/// timed-out wait leaves the barrier usable. Same signature as the matrix kernels.
+/// [`SharedBarrier`] timeouts ([`timeout_then_complete`]). Same signature as the
+/// matrix kernels.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_shared_barrier_timeout(
     objects: *mut u8,
@@ -1315,25 +1322,7 @@ pub unsafe extern "gpu-kernel" fn conf_shared_barrier_timeout(
     let slot = shared!(CONF_SHARED_BARRIER_TIMEOUT: SharedBarrier);
     // SAFETY: every thread of the block runs this once.
     let barrier = unsafe { SharedBarrier::init(&slot, block_size() + 1) };
-    let token = barrier.arrive(1);
-    let start = now();
-    check!(ctx, !barrier.try_wait_for(&token, SHORT_TIMEOUT));
-    check!(ctx, nanos_since(start) >= SHORT_TIMEOUT.as_nanos() as u64);
-    let deadline = deadline_in(SHORT_TIMEOUT);
-    check!(ctx, !barrier.try_wait_until(&token, deadline));
-    check!(ctx, now() >= deadline);
-    check!(ctx, !barrier.try_wait(&token));
-    check!(ctx, !barrier.try_wait_parity(false));
-    // Every thread has seen the phase incomplete; now the missing arrival.
-    sync_block();
-    if thread_in_block() == 0 {
-        let _last = barrier.arrive(1);
-    }
-    if in_time!(ctx, barrier.try_wait_for(&token, ctx.patience())) {
-        check!(ctx, barrier.try_wait(&token));
-        check!(ctx, barrier.try_wait_parity(false));
-        check!(ctx, !barrier.try_wait_parity(true));
-    }
+    timeout_then_complete(barrier, &ctx);
 }
 
 /// Counts completions in a global word (for the hardware barriers' completions).

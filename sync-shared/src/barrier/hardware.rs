@@ -1,4 +1,4 @@
-//! The hardware barrier a backend may put in place of a [`Barrier`](super::Barrier)'s
+//! The hardware barrier a backend may put in place of a [`Barrier`]'s
 //! words: the GPU's `mbarrier`, for a block-scope barrier in block-shared memory.
 //!
 //! Rust moves values, so a barrier cannot be built in place the way libcu++'s
