@@ -11,18 +11,21 @@
 //! counts it, and waiters, polling the parity, are released by it. (The single-word
 //! arrival-and-phase idea is libcu++'s `__barrier_base` for barriers without
 //! completion; this encoding is our own.) The count is then zero and the completing
-//! thread adds the next phase's `2²⁹ − e` ("reopens" the phase); arrivals released
-//! early are counted on top of zero meanwhile, so nobody waits for the reopening, and
-//! if they are all in already, the reopening add itself carries and completes that
-//! phase too. Bit 30 (count ≥ 2²⁸) tells an open phase from one whose reopening is
-//! pending, which bounds `max()` at 2²⁸ − 1.
+//! thread adds the next phase's `2²⁹ − e` ("reopens" the phase) without waiting for the
+//! add's reply. Arrivals released early are counted on top of zero meanwhile, so nobody
+//! waits for the reopening; if a phase's arrivals all come early, the last of them sees
+//! it (its count reaches `e` before the reopening) and reopens the phase after: the two
+//! reopenings add up in either order, the count passes the carry once (completing that
+//! phase) and ends at the start of the next. Bit 30 (count ≥ 2²⁸) tells an open phase
+//! from one whose reopening is pending, which bounds `max()` at 2²⁸ − 1.
 //!
-//! The reopening needs `e`. Each arrival reads the expected word before its add
+//! The reopening needs `e`. Each arrival reads the expected word right after its add
 //! (through [`Backend::load_cached`]: on the GPU from the SM's own cache, off the
-//! contended line), so the completing thread reopens as soon as its add returns. That
-//! read is only trusted while no thread has ever dropped out: a drop lowers the
-//! expected word, then sets the sticky bit in its (release) arrival, and a completing
-//! thread that sees the bit takes an acquire fence and reads the word again.
+//! contended line; before the add, the read would hold the add's release back), so the
+//! completing thread reopens as soon as its add returns. That read is only trusted
+//! while no thread has ever dropped out: a drop lowers the expected word, then sets the
+//! sticky bit in its (release) arrival, and a completing thread that sees the bit takes
+//! an acquire fence and reads the word again.
 //!
 //! With a completion function a phase expects one arrival more, reserved for the
 //! completing thread: the arrival that leaves only the reserved one runs the
@@ -31,18 +34,21 @@
 //! lanes arriving together) take their total in one add.
 //!
 //! The checked forms (the host's `arrive`, every `try_` form) take arrivals with a
-//! compare-and-swap that checks the remaining count first, and wait for a phase whose
-//! reopening is pending.
+//! compare-and-swap that checks the count first (against `e` less the early arrivals
+//! while a reopening is pending), and wait only while a completion function runs, in
+//! bounded sleeps: the thread that ends the wait may be a GPU thread, which cannot wake
+//! a host thread.
 //!
 //! # Memory ordering
 //!
 //! Arrivals are release read-modify-writes on the state word, so they form one release
 //! sequence, which the reopening add continues. A waiter loads the state with acquire
 //! ordering and sees the parity flipped by the last of them: everything written before
-//! any arrival of the phase happens before its wait returns. With a completion, the
-//! completing thread takes an acquire fence after its arrival (which read every other
-//! arrival) before running it, and its release store of the next phase publishes the
-//! completion's writes to every waiter (C++ [thread.barrier.class]).
+//! any arrival of the phase happens before its wait returns. The completing thread
+//! takes an acquire fence after its arrival (which read every other arrival) instead:
+//! its own wait returns at once. With a completion, that fence comes before the
+//! completion runs, and the release store of the next phase publishes the completion's
+//! writes to every waiter (C++ [thread.barrier.class]).
 //!
 //! # Hardware form
 //!

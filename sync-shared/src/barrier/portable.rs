@@ -211,8 +211,9 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     }
 
     /// The phase takes no arrivals (its completion is running, or, for a drop, its
-    /// reopening is pending): waits until `ready` says it does and returns its state. A barrier that expects no arrivals at all (every thread dropped, or
-    /// `new(0)`) refuses the `n` arrivals.
+    /// reopening is pending): waits until `ready` says it does and returns its state.
+    /// A barrier that expects no arrivals at all (every thread dropped, or `new(0)`)
+    /// refuses the `n` arrivals.
     ///
     /// The thread that changes the state next may be a GPU thread, which cannot wake a
     /// parked host thread (a barrier in managed memory): so each sleep is bounded.
@@ -236,9 +237,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             #[cfg(loom)]
             let slice = Limits::NONE;
             // `Err`: a slice passed; look again (the loop's first check).
+            // Acquire: an arrival that waited for a completion sees what it wrote.
             if let Ok(started) = wait_until::<S, B>(
                 &self.state,
-                Ordering::Relaxed,
+                Ordering::Acquire,
                 &slice,
                 Spin::First,
                 |value| ready(self, value) > 0,
