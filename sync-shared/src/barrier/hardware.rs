@@ -220,7 +220,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             // instruction: enough to catch a phase that expected fewer.
             (state, Hw::<S, B>::pending(state))
         } else {
-            self.arrive_in_hardware_combined(object, n, drop)
+            self.arrive_in_hardware_combined(operation, object, n, drop)
         };
         let needed = n + Self::RESERVED;
         if pending < needed {
@@ -253,7 +253,13 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// (the group's total, by its leader), and each works out the count it would have
     /// seen arriving alone after the members before it. Returns the state and that
     /// count.
-    fn arrive_in_hardware_combined(&self, object: *mut u64, n: u32, drop: bool) -> (u64, u32) {
+    fn arrive_in_hardware_combined(
+        &self,
+        operation: &'static str,
+        object: *mut u64,
+        n: u32,
+        drop: bool,
+    ) -> (u64, u32) {
         // Drops and plain arrivals form separate groups (one instruction each).
         let key = if drop { &self.expected } else { &self.state };
         let group = B::combine(key, n);
@@ -262,14 +268,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             let state = unsafe { Hw::<S, B>::arrive(object, n, drop) };
             return (state, Hw::<S, B>::pending(state));
         }
-        if group.total > Hw::<S, B>::MAX_EXPECTED {
-            violated(UsageError::new(
-                "Barrier::arrive",
-                UsageErrorKind::ArrivalExceedsRemaining {
-                    n: group.total,
-                    remaining: Hw::<S, B>::MAX_EXPECTED,
-                },
-            ));
+        if let Err(error) = check_count(operation, group.total, Hw::<S, B>::MAX_EXPECTED) {
+            violated(error)
         }
         let led = if group.before == 0 {
             // SAFETY: the object is in its hardware form.
