@@ -57,7 +57,8 @@ pub(crate) fn cas_order(success: Ordering, failure: Ordering) -> Ordering {
 // `combine` groups only lanes that execute it together on the same word (summing their
 // `n` exactly, or leaving each alone where a sum could overflow), passing them through `bar.warp.sync` (which orders their memory accesses) before
 // the leader's update, and `broadcast` syncs them again after it; thread ids are linear
-// grid indices plus one, distinct among live threads of one grid.
+// the launch's `%gridid` beside the linear grid index (see `thread_identity`), so
+// threads of two grids that run at the same time differ too.
 unsafe impl<S: PtxScope> Backend<S> for Gpu {
     type Instant = GlobalTime;
     /// sm_90's `mbarrier` (a `Barrier<Block>` in shared memory); none before (the
@@ -162,6 +163,30 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
             round = round.saturating_add(1);
         }
     }
+    fn park_unless(
+        word: &Word,
+        expected: u32,
+        stop: &Word,
+        stop_expected: u32,
+        deadline: Option<GlobalTime>,
+    ) -> bool {
+        // The same polling as `park`, with the stop word read beside the word: a
+        // stop request ends the sleep by itself, so no stop callback and no recheck
+        // slices are needed.
+        let mut round = POLL_ROUNDS;
+        while <Self as Backend<S>>::load(word, Ordering::Relaxed) == expected
+            && <Self as Backend<S>>::load(stop, Ordering::Relaxed) == stop_expected
+        {
+            if let Some(deadline) = deadline {
+                if <Self as Backend<S>>::now() >= deadline {
+                    break;
+                }
+            }
+            nanosleep(backoff_ns(round));
+            round = round.saturating_add(1);
+        }
+        true
+    }
     fn wake_one(_word: &Word) {}
     fn wake_all(_word: &Word) {}
 
@@ -190,7 +215,28 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
     }
 
     fn thread_id() -> usize {
-        // Plus one: 0 never names a thread.
-        global_thread_index() as usize + 1
+        thread_identity()
     }
+}
+
+/// Bits of [`thread_identity`] that hold the linear index within the grid plus one:
+/// the index is 32-bit, so the sum needs 33.
+const INDEX_BITS: u32 = 33;
+
+/// The calling thread's identity: the launch's `%gridid` (a number the driver gives
+/// each launch of a context, in launch order) in the high 31 bits, the linear index
+/// within the grid plus one in the low 33. The plus one keeps 0 free, as
+/// [`Backend::thread_id`] asks. The index alone would not do: two kernels running at
+/// the same time have threads with equal indices, and a stop source in device memory
+/// may be used by both (a thread dropping its own registration while a thread of the
+/// other grid with the same index runs that callback would not wait for it). Two
+/// threads alive at the same time share an identity only if their grids were launched
+/// a multiple of 2^31 launches apart and both still run, or if their grid has more
+/// than 2^32 threads (the index wraps, as [`global_thread_index`] does).
+fn thread_identity() -> usize {
+    let grid: u64;
+    // SAFETY: reading a special register touches no memory.
+    unsafe { asm!("mov.u64 {g}, %gridid;", g = out(reg64) grid, options(nomem, nostack, pure)) };
+    let index = u64::from(global_thread_index()) + 1;
+    ((grid << INDEX_BITS) | index) as usize
 }

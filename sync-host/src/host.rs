@@ -34,8 +34,10 @@ const YIELD_ROUNDS: u32 = 16;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
 // (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the
-// bucket lock), whose compare is atomic with FUTEX_WAKE; wakes use the address as a key
-// only; thread ids are addresses of a live thread-local.
+// bucket lock), whose compare is atomic with FUTEX_WAKE, and `park_unless` is
+// FUTEX_WAITV over both words (or a check of both under the bucket lock), whose
+// compares are atomic with a FUTEX_WAKE of either; wakes use the address as a key
+// only; thread ids come from a counter that never wraps on 64 bits.
 unsafe impl Backend<System> for Host {
     type Instant = Instant;
     type HardwareBarrier = sync_shared::barrier::NoHardwareBarrier;
@@ -151,10 +153,76 @@ unsafe impl Backend<System> for Host {
 
     #[inline]
     fn thread_id() -> usize {
-        #[cfg(loom)]
-        loom::thread_local! { static ANCHOR: u8 = 0; }
-        #[cfg(not(loom))]
-        std::thread_local! { static ANCHOR: u8 = const { 0 }; }
-        ANCHOR.with(|anchor| std::ptr::from_ref(anchor) as usize)
+        thread_identity()
+    }
+
+    #[cold]
+    fn park_unless(
+        word: &Word,
+        expected: u32,
+        stop: &Word,
+        stop_expected: u32,
+        deadline: Option<Instant>,
+    ) -> bool {
+        let timeout = match deadline {
+            Some(deadline) => match deadline.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return true,
+            },
+            None => None,
+        };
+        parking::wait_either(word, expected, stop, stop_expected, timeout)
+    }
+}
+
+/// The next thread identity to hand out. Identities are never reused (a 64-bit count
+/// does not wrap), so a thread cannot be taken for an earlier one that is still inside
+/// a stop callback, as a thread-local's address could be (a new thread may get the
+/// address of one that just exited).
+static NEXT_THREAD_IDENTITY: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(1);
+
+/// The calling thread's identity, handed out at its first call.
+#[inline]
+fn thread_identity() -> usize {
+    fn next() -> usize {
+        // Relaxed: only uniqueness matters, which the read-modify-write gives.
+        NEXT_THREAD_IDENTITY.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    }
+    // loom runs its threads on one OS thread: its own thread-locals tell them apart.
+    #[cfg(loom)]
+    loom::thread_local! { static IDENTITY: usize = next(); }
+    #[cfg(not(loom))]
+    std::thread_local! { static IDENTITY: usize = next(); }
+    IDENTITY.with(|identity| *identity)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use std::collections::HashSet;
+
+    use sync_shared::{Backend, System};
+
+    use super::Host;
+
+    /// Threads that run one after another get different ids: the thread-local address
+    /// that served as the id before is handed to the next thread once one exits (glibc
+    /// reuses the stack and TLS block of a joined thread), so this failed with it.
+    #[test]
+    fn a_later_thread_never_gets_an_earlier_threads_id() {
+        let mut seen = HashSet::new();
+        for _ in 0..64 {
+            let id = std::thread::spawn(<Host as Backend<System>>::thread_id)
+                .join()
+                .expect("thread");
+            assert_ne!(id, 0, "0 never names a thread");
+            assert!(seen.insert(id), "id {id} was handed out twice");
+        }
+    }
+
+    #[test]
+    fn a_thread_keeps_its_id() {
+        let first = <Host as Backend<System>>::thread_id();
+        assert_eq!(first, <Host as Backend<System>>::thread_id());
     }
 }

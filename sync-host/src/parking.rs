@@ -4,9 +4,9 @@
 //! explore every interleaving of a park with the wake-ups around it.
 
 #[cfg(loom)]
-use loom::sync::{Condvar, Mutex};
+use loom::sync::{Condvar, Mutex, MutexGuard};
 #[cfg(not(loom))]
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use sync_shared::{Ordering, Word};
@@ -52,6 +52,34 @@ pub(crate) fn wait(word: &Word, expected: u32, timeout: Option<Duration>) {
     if word.load(Ordering::SeqCst) != expected {
         return;
     }
+    sleep(bucket, guard, timeout);
+}
+
+/// Sleeps while `*word == expected` and `*other == other_expected`, at most `timeout`;
+/// returns `true` (a bucket can always check two words). Both are compared under the
+/// bucket lock of `word`, which a `wake` of `word` takes after the stop request changed
+/// `other`: the check and the sleep are atomic with respect to that wake-up.
+pub(crate) fn wait_either(
+    word: &Word,
+    expected: u32,
+    other: &Word,
+    other_expected: u32,
+    timeout: Option<Duration>,
+) -> bool {
+    let bucket = bucket(word);
+    let guard = bucket
+        .lock
+        .lock()
+        .unwrap_or_else(|poison| poison.into_inner());
+    if word.load(Ordering::SeqCst) != expected || other.load(Ordering::SeqCst) != other_expected {
+        return true;
+    }
+    sleep(bucket, guard, timeout);
+    true
+}
+
+/// Waits on `bucket`'s condition variable, releasing `guard` while asleep.
+fn sleep(bucket: &Bucket, guard: MutexGuard<'_, ()>, timeout: Option<Duration>) {
     #[cfg(not(loom))]
     match timeout {
         Some(timeout) => drop(bucket.wakeups.wait_timeout(guard, timeout)),

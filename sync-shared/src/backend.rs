@@ -41,7 +41,10 @@ pub type Word = AtomicU32;
 ///   on the word; [`wake_all`](Backend::wake_all) wakes every one. Either may be called
 ///   on an address whose object was freed meanwhile: the result may be spurious
 ///   wake-ups, never memory unsafety.
-/// - [`thread_id`](Backend::thread_id) differs between threads alive at the same time.
+/// - [`thread_id`](Backend::thread_id) is never 0 and differs between threads alive at
+///   the same time; a thread's id stays the same while it lives, and is not handed to
+///   a later thread while the earlier one could still be inside a stop callback (ids
+///   that are never reused satisfy this).
 pub unsafe trait Backend<S: Scope>: 'static {
     /// A point in time of this backend's monotonic clock.
     type Instant: Copy + Ord + Debug;
@@ -95,12 +98,40 @@ pub unsafe trait Backend<S: Scope>: 'static {
     /// Sleeps while `word == expected`, at most until `deadline`. See the trait's
     /// safety section for when it may return.
     fn park(word: &Word, expected: u32, deadline: Option<Self::Instant>);
+    /// Sleeps while `word == expected` *and* `stop == stop_expected`, at most until
+    /// `deadline`, and returns `true`; or returns `false` at once, having slept not at
+    /// all, where this backend cannot compare the second word atomically with the
+    /// sleep (the caller then falls back to sleeping in short slices).
+    ///
+    /// A stoppable wait passes the word of its stop source as `stop`: the stop request
+    /// changes that word and then wakes the waiter through `word` (a stop callback
+    /// calls [`wake_all`](Backend::wake_all) on it). Where the comparison of both words
+    /// is atomic with respect to that wake-up, a stop can never slip in between the
+    /// waiter's last look at the token and its sleep, so the sleep needs no timeout:
+    /// an idle stoppable waiter never wakes. The safety section's rules for
+    /// [`park`](Backend::park) apply to both words: the comparison with `stop_expected`
+    /// is atomic with respect to a `wake_*` of `word` that follows a store changing
+    /// `stop`, in the store's thread.
+    ///
+    /// The default cannot, and returns `false`.
+    fn park_unless(
+        word: &Word,
+        expected: u32,
+        stop: &Word,
+        stop_expected: u32,
+        deadline: Option<Self::Instant>,
+    ) -> bool {
+        let _ = (word, expected, stop, stop_expected, deadline);
+        false
+    }
     /// Wakes one thread parked on `word`.
     fn wake_one(word: &Word);
     /// Wakes every thread parked on `word`.
     fn wake_all(word: &Word);
 
-    /// An identifier of the calling thread, distinct among live threads.
+    /// An identifier of the calling thread: never 0, and never the id of another
+    /// thread that is alive (or was alive while this one could observe it). See the
+    /// safety section.
     fn thread_id() -> usize;
 
     /// Whether a parked thread needs a `wake_*` call to notice a change of its word.

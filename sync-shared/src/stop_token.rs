@@ -161,6 +161,18 @@ impl<S: Scope, B: Backend<S>> StopSource<S, B> {
         B::load(&self.state, Ordering::Acquire) & STOP_REQUESTED != 0
     }
 
+    /// The word a stop request changes (its `STOP_REQUESTED` bit), for sleeps that
+    /// must end at a stop request ([`Backend::park_unless`]).
+    pub(crate) fn state_word(&self) -> &Word {
+        &self.state
+    }
+
+    /// Whether `state`, a value of [`state_word`](Self::state_word), says that stop
+    /// was requested.
+    pub(crate) fn is_stop(state: u32) -> bool {
+        state & STOP_REQUESTED != 0
+    }
+
     /// Always `true`: an in-place source can always be stopped.
     #[inline]
     pub fn stop_possible(&self) -> bool {
@@ -169,6 +181,40 @@ impl<S: Scope, B: Backend<S>> StopSource<S, B> {
 
     /// Requests stop. Returns `true` only for the first request; that call runs every
     /// registered callback, in this thread, before returning.
+    ///
+    /// # Panics
+    ///
+    /// If a callback panics, the panic goes on to the caller of this first
+    /// `request_stop`, but only after the source is consistent again and every other
+    /// registered callback has run: while the panic unwinds, this call goes on running
+    /// the rest of the list, marks the panicking callback as finished (so that a thread
+    /// dropping its registration does not wait for it) and releases the list. Stop stays
+    /// requested, so a later `request_stop` returns `false`, as after any first request.
+    /// If a second callback panics while the first panic unwinds, the process aborts
+    /// (Rust's rule for a panic during unwinding), so no callback is ever skipped
+    /// without the process knowing. C++ calls `std::terminate` at the first one
+    /// (callbacks there are `noexcept`).
+    ///
+    /// ```
+    /// use core::pin::pin;
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use scoped_sync::{StopCallback, StopSource};
+    ///
+    /// let source = StopSource::new();
+    /// let other_ran = AtomicBool::new(false);
+    /// let other = pin!(StopCallback::new(source.token(), || {
+    ///     other_ran.store(true, Ordering::Relaxed)
+    /// }));
+    /// other.as_ref().register();
+    /// let failing = pin!(StopCallback::new(source.token(), || panic!("callback failed")));
+    /// failing.as_ref().register();
+    ///
+    /// let panicked = std::panic::catch_unwind(|| source.request_stop());
+    /// assert!(panicked.is_err(), "the callback's panic reaches the requester");
+    /// assert!(other_ran.load(Ordering::Relaxed), "the other callback still ran");
+    /// assert!(source.stop_requested());
+    /// assert!(!source.request_stop());
+    /// ```
     pub fn request_stop(&self) -> bool {
         let flags = self.lock();
         if flags & STOP_REQUESTED != 0 {
@@ -183,6 +229,17 @@ impl<S: Scope, B: Backend<S>> StopSource<S, B> {
         );
         // SAFETY: the lock is held.
         unsafe { *self.requester.get() = B::thread_id() };
+        // Dropped only while a callback's panic unwinds through this frame.
+        let finish_on_panic = FinishOnPanic(self);
+        self.run_callbacks();
+        core::mem::forget(finish_on_panic);
+        true
+    }
+
+    /// Runs the registered callbacks one by one, newest first, until the list is empty;
+    /// then clears `running` and releases the lock. Called with the lock held, by the
+    /// thread recorded as `requester`.
+    fn run_callbacks(&self) {
         loop {
             // SAFETY: the lock is held; the list only holds pinned, live nodes.
             let node = unsafe { *self.head.get() };
@@ -205,7 +262,6 @@ impl<S: Scope, B: Backend<S>> StopSource<S, B> {
         // SAFETY: the lock is held.
         unsafe { *self.running.get() = ptr::null() };
         self.unlock(STOP_REQUESTED);
-        true
     }
 
     /// Takes the list lock; returns the flags (without `LOCKED`).
@@ -261,6 +317,21 @@ impl<S: Scope, B: Backend<S>> StopSource<S, B> {
     }
 }
 
+/// Finishes a `request_stop` whose callback panicked: dropped only while that panic
+/// unwinds (the normal path forgets it). The callback's closure was taken before it
+/// ran and its node unlinked, so the source only needs the rest of the list run, which
+/// also moves `running` off the panicked node (waking any thread parked in its drop)
+/// and releases the lock. A second panic in here aborts the process.
+struct FinishOnPanic<'a, S: Scope, B: Backend<S>>(&'a StopSource<S, B>);
+
+impl<S: Scope, B: Backend<S>> Drop for FinishOnPanic<'_, S, B> {
+    fn drop(&mut self) {
+        // The panicking callback ran with the lock released.
+        self.0.lock();
+        self.0.run_callbacks();
+    }
+}
+
 impl<S: Scope, B: Backend<S>> Default for StopSource<S, B> {
     fn default() -> Self {
         Self::new()
@@ -289,6 +360,11 @@ impl<'a, S: Scope, B: Backend<S>> StopToken<'a, S, B> {
             Some(source) => source.stop_requested(),
             None => false,
         }
+    }
+
+    /// The source this token observes, if any.
+    pub(crate) fn source(&self) -> Option<&'a StopSource<S, B>> {
+        self.source
     }
 
     /// Whether stop can ever be requested: the token has a source.

@@ -8,12 +8,14 @@ use crate::backend::{Backend, Word};
 use crate::error::Interrupted;
 use crate::primitive::Ordering;
 use crate::scope::Scope;
-use crate::stop_token::{StopCallback, StopToken};
+use crate::stop_token::{StopCallback, StopSource, StopToken};
 
-/// A stop request wakes parked waiters through a stop callback. The callback's wake
-/// can slip in between a waiter's last look at the token and its sleep, because a stop
-/// request does not change the word being waited on; a stoppable sleep therefore also
-/// ends after this long, which bounds the latency of that rare case.
+/// A stop request wakes parked waiters through a stop callback, which wakes the word
+/// they sleep on. The stop request does not change that word, so where the backend
+/// cannot also compare the stop source's word in the sleep
+/// ([`Backend::park_unless`] returns `false`), the callback's wake can slip in between
+/// the waiter's last look at the token and its sleep; such a sleep ends after this long,
+/// which bounds the latency of that rare case.
 const STOP_RECHECK: Duration = Duration::from_millis(2);
 
 /// What may end a wait besides its condition.
@@ -60,9 +62,28 @@ impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
     }
 
     /// Sleeps while `word == value`, within the limits.
+    ///
+    /// A stoppable sleep registers a stop callback that wakes `word`, then sleeps on
+    /// both `word` and the stop source's word ([`Backend::park_unless`]): a stop that
+    /// comes before the sleep changed the source's word, so the sleep does not begin;
+    /// one that comes after wakes it through the callback. Backends whose sleep polls
+    /// (no `wake_*` needed) skip the callback: their `park_unless` sees the stop itself.
     fn park(&self, word: &Word, value: u32) {
-        if !self.stop.stop_possible() {
+        let Some(source) = self.stop.source() else {
             B::park(word, value, self.deadline);
+            return;
+        };
+        let waker = pin!(StopCallback::new(self.stop, || B::wake_all(word)));
+        if B::PARK_NEEDS_WAKE {
+            waker.as_ref().register();
+        }
+        // After the registration: a stop before it ran the waker already, to no one,
+        // and shows here.
+        let stop_state = B::load(source.state_word(), Ordering::Relaxed);
+        if StopSource::<S, B>::is_stop(stop_state) {
+            return;
+        }
+        if B::park_unless(word, value, source.state_word(), stop_state, self.deadline) {
             return;
         }
         let recheck = B::after(B::now(), STOP_RECHECK);
@@ -70,12 +91,6 @@ impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
             Some(deadline) if deadline < recheck => deadline,
             _ => recheck,
         };
-        let waker = pin!(StopCallback::new(self.stop, || B::wake_all(word)));
-        waker.as_ref().register();
-        // A stop that came before the registration ran the waker already, to no one.
-        if self.stop.stop_requested() {
-            return;
-        }
         B::park(word, value, Some(until));
     }
 }
