@@ -188,3 +188,63 @@ fn stream_domain_map_is_set_and_read_back() {
     stream.synchronize().unwrap();
     assert!(gpu.download(&out).unwrap().iter().all(|&word| word == 2));
 }
+
+#[test]
+fn thread_ids_are_distinct_within_a_grid_and_between_launches() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("thread_ids").unwrap();
+    let (grid, block) = (gpu.sm_count().unwrap() * 2, 256_u32);
+    let threads = (grid * block) as usize;
+    let mut seen = std::collections::HashSet::new();
+    for launch in 0..2 {
+        let ids = gpu.zeros::<u64>(threads).unwrap();
+        // SAFETY: (u64 pointer) is the kernel's signature, one slot per thread.
+        unsafe {
+            kernel.launch(grid, block, |args| {
+                args.arg(&ids);
+            })
+        }
+        .unwrap();
+        for id in gpu.download(&ids).unwrap() {
+            assert_ne!(id, 0, "0 never names a thread");
+            assert!(
+                seen.insert(id),
+                "id {id:#x} given twice (launch {launch}): a later grid must not reuse an earlier one's ids"
+            );
+        }
+    }
+}
+
+#[test]
+fn stoppable_waits_and_callbacks_on_the_gpu_end_at_a_stop_from_another_block() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("stoppable_waits_end_at_stop").unwrap();
+    let (grid, block) = (gpu.sm_count().unwrap().min(32), 32_u32);
+    let waiters = grid - 1;
+    for _ in 0..20 {
+        let semaphore = gpu
+            .upload_object(&scoped_sync::CountingSemaphore::<1>::new(0))
+            .unwrap();
+        // A zeroed StopSource is a new one (layout::STOP_SOURCE: 32 bytes).
+        let source = gpu.zeros::<u64>(4).unwrap();
+        let callbacks = gpu.zeros::<u64>(grid as usize * 16).unwrap();
+        let results = gpu.zeros::<u32>(4).unwrap();
+        // SAFETY: (semaphore, stop source, callback slots of 128 bytes per block, four
+        // u32 results) is the kernel's signature.
+        unsafe {
+            kernel.launch(grid, block, |args| {
+                args.arg(&semaphore)
+                    .arg(&source)
+                    .arg(&callbacks)
+                    .arg(&results);
+            })
+        }
+        .unwrap();
+        let [called, stopped, registered, first]: [u32; 4] =
+            gpu.download(&results).unwrap().try_into().unwrap();
+        assert_eq!(registered, waiters);
+        assert_eq!(first, 1, "the one request is the first");
+        assert_eq!(called, waiters, "every callback ran once");
+        assert_eq!(stopped, waiters, "every stoppable wait ended with Stopped");
+    }
+}

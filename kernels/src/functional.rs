@@ -1,7 +1,10 @@
 //! Kernels that exercise the primitives on the GPU (run by `tests/gpu.rs`).
 
 use sync_device::{global_thread_count, global_thread_index, Gpu};
-use sync_shared::{Backend, Barrier, Device, Latch, Ordering, Word};
+use sync_shared::{
+    Backend, Barrier, CountingSemaphore, Device, Latch, Ordering, StopCallback, StopSource,
+    Stopped, Word,
+};
 
 /// Every thread adds 1 to `counter`, `iterations` times, with device-scope atomics.
 #[no_mangle]
@@ -93,4 +96,84 @@ pub unsafe extern "gpu-kernel" fn stream_writes(dst: *mut u32, words: u32, round
             word += stride;
         }
     }
+}
+
+/// Every thread writes its `Backend::thread_id` to `ids[global_thread_index()]`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn thread_ids(ids: *mut u64) {
+    let id = <Gpu as Backend<Device>>::thread_id() as u64;
+    // SAFETY: the host passes one slot per thread of the grid.
+    unsafe { ids.add(global_thread_index() as usize).write_volatile(id) };
+}
+
+/// Bytes the host gives each block for its stop callback in
+/// [`stoppable_waits_end_at_stop`].
+const CALLBACK_SLOT_BYTES: usize = 128;
+
+/// Checks at compile time that a `T` fits a slot of `CALLBACK_SLOT_BYTES`, 8-aligned.
+fn fits_callback_slot<T>(_: &T) {
+    const {
+        assert!(core::mem::size_of::<T>() <= CALLBACK_SLOT_BYTES && core::mem::align_of::<T>() <= 8)
+    };
+}
+
+/// Stoppable waits on the GPU, ended by a stop request from another block:
+/// - thread 0 of every block but block 0 registers a stop callback that adds 1 to
+///   `results[0]`, then waits to acquire from `semaphore` (which nobody releases) with
+///   a stop token, and adds 1 to `results[1]` when that wait ends with `Stopped`;
+/// - thread 0 of block 0 waits until every other block has registered (`results[2]`
+///   counts them), then requests stop, which runs every callback in its thread, and
+///   adds 1 to `results[3]` for the `true` that only the first request returns.
+///
+/// The callbacks live in `callbacks` (global memory, `CALLBACK_SLOT_BYTES` per block,
+/// 8-aligned), not on the stack: a GPU thread's stack is local memory, which the
+/// requesting thread of another block cannot reach. The host passes a zeroed
+/// `StopSource<Device>` (its new state) and a semaphore whose count is 0; the grid is
+/// small enough to be co-resident.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn stoppable_waits_end_at_stop(
+    semaphore: *const CountingSemaphore<Device, Gpu>,
+    source: *const StopSource<Device, Gpu>,
+    callbacks: *mut u8,
+    results: *mut u32,
+) {
+    if sync_device::thread_in_block() != 0 {
+        return;
+    }
+    // SAFETY: the host passes live, aligned objects with the shared layouts, and four
+    // result words.
+    let (semaphore, source) = unsafe { (&*semaphore, &*source) };
+    // SAFETY: as above.
+    let [called, stopped, registered, first] =
+        [0, 1, 2, 3].map(|i| unsafe { Word::from_ptr(results.add(i)) });
+    let waiters = sync_device::block_count() - 1;
+    let block = sync_device::block_index();
+    if block == 0 {
+        while <Gpu as Backend<Device>>::load(registered, Ordering::Acquire) < waiters {
+            <Gpu as Backend<Device>>::yield_now();
+        }
+        if source.request_stop() {
+            <Gpu as Backend<Device>>::fetch_add(first, 1, Ordering::Relaxed);
+        }
+        return;
+    }
+    let callback = StopCallback::new(source.token(), move || {
+        <Gpu as Backend<Device>>::fetch_add(called, 1, Ordering::Relaxed);
+    });
+    fits_callback_slot(&callback);
+    // SAFETY: each block has its own slot of `CALLBACK_SLOT_BYTES`, 8-aligned, which
+    // fits the callback (checked above); it stays in place until dropped below.
+    let callback = unsafe {
+        let slot = callbacks.add(block as usize * CALLBACK_SLOT_BYTES).cast();
+        core::ptr::write(slot, callback);
+        core::pin::Pin::new_unchecked(&*slot)
+    };
+    callback.register();
+    <Gpu as Backend<Device>>::fetch_add(registered, 1, Ordering::Release);
+    if semaphore.acquire_stoppable(source.token()) == Err(Stopped) {
+        <Gpu as Backend<Device>>::fetch_add(stopped, 1, Ordering::Relaxed);
+    }
+    // SAFETY: the callback was written above and is dropped once, here (deregistering
+    // it, which waits if it still runs in block 0's thread).
+    unsafe { core::ptr::drop_in_place(core::ptr::from_ref(callback.get_ref()).cast_mut()) };
 }

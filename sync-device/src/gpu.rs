@@ -5,7 +5,7 @@ use core::time::Duration;
 
 use sync_shared::{Backend, Combined, Ordering, Word};
 
-use crate::geometry::global_thread_index;
+use crate::geometry::{global_thread_index, launch_id};
 use crate::ptx_atomics::PtxScope;
 use crate::{scope_check, warp};
 
@@ -234,9 +234,6 @@ const INDEX_BITS: u32 = 33;
 /// a multiple of 2^31 launches apart and both still run, or if their grid has more
 /// than 2^32 threads (the index wraps, as [`global_thread_index`] does).
 fn thread_identity() -> usize {
-    let grid: u64;
-    // SAFETY: reading a special register touches no memory.
-    unsafe { asm!("mov.u64 {g}, %gridid;", g = out(reg64) grid, options(nomem, nostack, pure)) };
     let index = u64::from(global_thread_index()) + 1;
-    ((grid << INDEX_BITS) | index) as usize
+    ((launch_id() << INDEX_BITS) | index) as usize
 }
