@@ -7,6 +7,7 @@ use crate::Host;
 
 /// Spin rounds of a wait for a host publisher ahead in line before yielding (it may
 /// have been descheduled between reserving and publishing).
+#[cfg(not(loom))]
 const SPIN_ROUNDS: u32 = 64;
 
 // SAFETY: host atomics are system-scope on ordinary and pinned memory. Side words are
@@ -46,6 +47,15 @@ unsafe impl Side for Host {
         word.compare_exchange(current, new, success, failure)
     }
     fn pause(round: &mut u32) {
+        // Under loom a spin is a yield to loom's scheduler: it runs the publisher the
+        // caller waits for (loom would otherwise keep running the spinning thread and
+        // stop at its branch limit).
+        #[cfg(loom)]
+        {
+            let _ = round;
+            loom::thread::yield_now();
+        }
+        #[cfg(not(loom))]
         if *round < SPIN_ROUNDS {
             *round += 1;
             std::hint::spin_loop();
