@@ -15,7 +15,7 @@ use report::measure::Plan;
 use report::progress::Progress;
 use report::sample::{Record, Row};
 use report::{bus, domains, gate, gpu, gpu_primitives, host, litmus, litmus_host, machine};
-use report::{output, plot};
+use report::{output, plot, stop_wake};
 
 /// Exit status of a command line we do not understand (the getopt convention).
 const USAGE_ERROR: u8 = 2;
@@ -192,10 +192,16 @@ fn measure(options: &Options, anchor: Option<&Anchor>) -> io::Result<Vec<Record>
     } else {
         0
     };
-    let host_steps = if host_wanted { host::steps(threads) } else { 0 };
+    let host_steps = if host_wanted {
+        host::steps(threads) + stop_wake::steps()
+    } else {
+        0
+    };
     let mut progress = Progress::new(host_steps + gpu_steps, !options.quick);
     let mut rows = if host_wanted {
-        host::measure(plan, threads, anchor, &mut progress)
+        let mut rows = host::measure(plan, threads, anchor, &mut progress);
+        rows.extend(stop_wake::measure(plan, &mut progress));
+        rows
     } else {
         Vec::new()
     };

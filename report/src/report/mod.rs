@@ -5,8 +5,8 @@
 //! [`atomics`] are the timed loops (shared with `benches/host.rs`, as is [`peers`]),
 //! [`measure`] says how long and how often, [`host`] lists the host section's
 //! measurements (with [`anchor`], libstdc++'s beside them), [`gpu`],
-//! [`gpu_primitives`], [`domains`] and [`bus`] the GPU section's (when a GPU is
-//! present); [`sample`] is the record schema, [`output`] prints the records, [`plot`]
+//! [`gpu_primitives`], [`domains`], [`bus`] and [`host_device`] the GPU section's (when
+//! a GPU is present); [`sample`] is the record schema, [`output`] prints the records, [`plot`]
 //! draws them and [`gate`] checks their ratios against stored ones.
 
 pub mod anchor;
@@ -18,6 +18,7 @@ pub mod gate;
 pub mod gpu;
 pub mod gpu_primitives;
 pub mod host;
+pub mod host_device;
 pub mod litmus;
 pub mod litmus_host;
 pub mod machine;
@@ -27,4 +28,5 @@ pub mod peers;
 pub mod plot;
 pub mod progress;
 pub mod sample;
+pub mod stop_wake;
 pub mod workloads;
