@@ -12,10 +12,14 @@
 //! ```
 //!
 //! (`scripts/loom.sh` runs exactly that.) Models use two or three threads: loom's state
-//! space grows too fast beyond. Timed and stoppable waits are not modelled: loom has no
-//! clock, so the backend's timed park returns at once and such waits spin; loom then
-//! finds schedules where the spinning waiter and the stop source's spin lock starve each
-//! other, and gives up ("exceeded maximum number of branches").
+//! space grows too fast beyond. Timed waits are not modelled: loom has no clock, so the
+//! backend's timed park returns at once and such waits spin; loom then finds schedules
+//! where the spinning waiter and the stop source's spin lock starve each other, and
+//! gives up ("exceeded maximum number of branches"). Stoppable waits without a deadline
+//! are: their sleep checks the stop word under the bucket lock and has no timeout, so a
+//! stop that could slip past it shows as a deadlock (`stop_ends_a_sleeping_stoppable_acquire`;
+//! with the check of the stop word removed from `parking::wait_either`, loom reports
+//! exactly that deadlock).
 //!
 //! The counting semaphore pairs a store with a load of another word in each thread
 //! (store buffering) and relies on sequential consistency there. loom lets a SeqCst
@@ -941,5 +945,35 @@ fn stop_requested_publishes() {
         }
         assert_eq!(data.get(), 1);
         requester.join().unwrap();
+    });
+}
+
+/// A stop request races a stoppable acquire on a semaphore nobody releases, whose
+/// thread registers its waker callback, looks at the token and goes to sleep (on the
+/// bucket of its word, checking the stop word under the bucket lock, with no timeout:
+/// under loom a sleep that could miss the stop would sleep for ever, which loom
+/// reports as a deadlock). The wait always ends with `Stopped`, and sees the
+/// requester's write before the request.
+#[test]
+fn stop_ends_a_sleeping_stoppable_acquire() {
+    loom::model(|| {
+        let source = Arc::new(StopSource::<System>::new());
+        let semaphore = Arc::new(CountingSemaphore::<1>::new(0));
+        let data = Arc::new(Data::new(0));
+
+        let waiter = {
+            let (source, semaphore, data) = (source.clone(), semaphore.clone(), data.clone());
+            thread::spawn(move || {
+                assert_eq!(
+                    semaphore.acquire_stoppable(source.token()),
+                    Err(sync_host::Stopped)
+                );
+                assert_eq!(data.get(), 1);
+            })
+        };
+
+        data.set(1);
+        assert!(source.request_stop());
+        waiter.join().unwrap();
     });
 }
