@@ -57,6 +57,8 @@ fn wakes_while_idle(wait: impl FnOnce(&StopSource) -> Result<(), Stopped> + Send
         let before = voluntary_switches(tid);
         thread::sleep(Duration::from_millis(500));
         let wakes = voluntary_switches(tid) - before;
+        // Shown with --nocapture: the figure the docs quote.
+        eprintln!("{wakes} wake-ups in 500 ms of idling");
         assert!(source.request_stop());
         assert_eq!(waiter.join().expect("waiter"), Err(Stopped));
         wakes

@@ -74,6 +74,11 @@ pub struct StopSource<S: Scope, B: Backend<S>> {
 unsafe impl<S: Scope, B: Backend<S>> Sync for StopSource<S, B> {}
 // SAFETY: as above; the source owns nothing tied to a thread.
 unsafe impl<S: Scope, B: Backend<S>> Send for StopSource<S, B> {}
+// A panic that unwinds out of `request_stop` (a callback's) leaves the source
+// consistent: the rest of the list has run and the lock is released (see
+// `request_stop`'s panics section), so a source may be used after catching it.
+impl<S: Scope, B: Backend<S>> core::panic::RefUnwindSafe for StopSource<S, B> {}
+impl<S: Scope, B: Backend<S>> core::panic::UnwindSafe for StopSource<S, B> {}
 
 /// A view of a [`StopSource`]: asks whether stop was requested, and is what
 /// [`StopCallback`]s and stoppable waits take. `Copy`; a default token has no source.
