@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# loom models of every primitive (sync-host/tests/loom.rs): explores the thread
-# interleavings of the algorithms with loom's atomics and parking, and fails on a data
-# race, a broken assertion or a lost wake-up (reported by loom as a deadlock).
+# loom models of every primitive (sync-host/tests/loom.rs) and of the bus objects
+# (sync-host/tests/loom_bus.rs: host threads and loom threads playing the GPU):
+# explores the thread interleavings of the algorithms with loom's atomics and parking,
+# and fails on a data race, a broken assertion, a lost wake-up (reported by loom as a
+# deadlock) or a bus wait that cannot end.
 #
 #   bash scripts/loom.sh [extra cargo test args]
 #
@@ -15,4 +17,4 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 
-RUSTFLAGS="--cfg loom" cargo test -p sync-host --test loom --release "$@"
+RUSTFLAGS="--cfg loom" cargo test -p sync-host --test loom --test loom_bus --release "$@"
