@@ -42,6 +42,7 @@ mod placement;
 mod polled;
 mod runtime;
 mod stream;
+mod stream_wait;
 mod timing;
 
 pub use core_pin::CorePin;
@@ -60,3 +61,4 @@ pub use placement::{Managed, Mapped, Placed, PlacementError, Shareable};
 pub use polled::Polled;
 pub use runtime::{DeviceObject, Runtime};
 pub use stream::Stream;
+pub use stream_wait::{StreamMemOpError, WaitCondition};
