@@ -274,8 +274,11 @@ impl<T: Shareable> Deref for Placed<'_, T> {
 
 impl<T: Shareable> Drop for Placed<'_, T> {
     fn drop(&mut self) {
-        // Kernels may still use it: wait for them first.
-        let _ = self.runtime.synchronize();
+        // Kernels and stream waits (`Stream::wait_released`) may still use it, on any
+        // stream of the context: wait for all of them first. (The runtime's own stream
+        // would not cover the non-blocking streams of `Runtime::new_stream`; the free
+        // below waits for running kernels anyway, measured in tests/gpu_host_device.rs.)
+        let _ = self.runtime.context.synchronize();
         // SAFETY: initialized in `place`, dropped once; no kernel runs any more.
         unsafe { self.host.as_ptr().drop_in_place() };
         let _ = self.runtime.bind();
