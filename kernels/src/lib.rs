@@ -21,6 +21,7 @@ mod costs;
 mod device_checks;
 mod fair_semaphore;
 mod functional;
+mod host_device;
 mod launch_shapes;
 mod litmus;
 mod litmus_host;
