@@ -7,6 +7,7 @@
 //! [`Gpu`].
 
 pub mod bus_demo;
+pub mod host_device;
 pub mod litmus;
 pub mod litmus_host;
 pub mod primitive_costs;
