@@ -3,7 +3,7 @@
 //! a kernel launch + stream synchronize; the ordinary semaphores in managed memory; the
 //! persistent worker kernel fed through a ring and stopped by a `BusStopSource`
 //! (items/s); and the wake-up penalty after a 5 ms wait on each side. All in one run
-//! (`harness::bus_demo`).
+//! (`harness::bus_demo`). Then the rows of [`host_device`](super::host_device).
 
 use std::time::Duration;
 
@@ -17,7 +17,7 @@ use super::sample::{Row, Sample, Stats};
 
 /// Progress steps [`measure`] takes.
 pub fn steps() -> usize {
-    7
+    7 + super::host_device::steps()
 }
 
 /// How long the waits of the wake-up rows are (the figure).
@@ -141,6 +141,12 @@ pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec
     progress.step("cuda device wake-up after 5 ms");
     let device = bus_demo::device_wake_up(runtime, LONG_WAIT, reps)?;
     rows.push(wake_up_row("device", device, reps));
+    // The host-device failure modes' rows (placements, the stream gate) last; a
+    // failure there leaves the rows above standing.
+    match super::host_device::measure(runtime, plan, progress) {
+        Ok(more) => rows.extend(more),
+        Err(error) => eprintln!("scoped-sync: the host-device rows failed: {error}"),
+    }
     Ok(rows)
 }
 
