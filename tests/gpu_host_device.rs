@@ -20,7 +20,7 @@
 mod common;
 
 use std::ffi::c_void;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -259,7 +259,7 @@ use Behaviour::{Returns, Waits};
 
 /// A driver call (or a runtime operation) made while a kernel waits on a `HostToGpu`
 /// semaphore, with what docs/host-device.md says it does as is and where launches
-/// block.
+/// block (beside a stream wait, see [`BESIDE_A_STREAM_WAIT`]).
 struct Call<'s> {
     name: &'static str,
     default_mode: Behaviour,
@@ -272,15 +272,40 @@ struct Call<'s> {
 const LAZY_FIRST_LAUNCH: &str =
     "first launch of a kernel (lazy loading), another stream, synchronized";
 
-/// What docs/host-device.md says `call` does in this process's launch and loading mode.
-fn documented(call: &Call<'_>, serialized: bool) -> Behaviour {
+/// Calls that behave otherwise beside a stream wait than beside a spinning kernel:
+/// (name, as is, where launches serialize). Where every stream shares one hardware
+/// queue (`CUDA_DEVICE_MAX_CONNECTIONS=1`), a pending stream wait holds back the
+/// copies and stream operations of the other streams too; a running kernel does not.
+const BESIDE_A_STREAM_WAIT: &[(&str, Behaviour, Behaviour)] = &[
+    (
+        "cuMemcpyHtoDAsync + cuStreamSynchronize, another stream",
+        Returns,
+        Waits,
+    ),
+    (
+        "cuStreamWaitValue32 + cuStreamWriteValue32, another stream, synchronized",
+        Returns,
+        Waits,
+    ),
+];
+
+/// What docs/host-device.md says `call` does beside `blocker` in this process's launch
+/// and loading mode.
+fn documented(call: &Call<'_>, blocker: Blocker, serialized: bool) -> Behaviour {
     let eager = std::env::var("CUDA_MODULE_LOADING").is_ok_and(|mode| mode == "EAGER");
+    let (default_mode, serialized_mode) = BESIDE_A_STREAM_WAIT
+        .iter()
+        .find(|(name, ..)| blocker == Blocker::StreamWait && *name == call.name)
+        .map_or(
+            (call.default_mode, call.serialized_mode),
+            |&(_, default, serial)| (default, serial),
+        );
     if serialized {
-        call.serialized_mode
+        serialized_mode
     } else if eager && call.name == LAZY_FIRST_LAUNCH {
         Returns
     } else {
-        call.default_mode
+        default_mode
     }
 }
 
@@ -750,40 +775,91 @@ fn bounded(
     })
 }
 
-/// Makes every call of `calls` while `hd_wait_handoff` waits on a `HostToGpu`
-/// semaphore, relaunching the kernel after each call that waited for it (the test
-/// released it); returns each call's outcome.
-fn classify(gpu: &Gpu, calls: &[Call<'_>]) -> Vec<Outcome> {
+/// What holds the GPU back while the calls are made: a unit of a `HostToGpu`
+/// semaphore that the test releases only after a call has waited [`BOUND`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Blocker {
+    /// `hd_wait_handoff` runs, polling the semaphore (a persistent kernel's wait).
+    SpinningKernel,
+    /// A stream waits on the semaphore's count ([`Stream::wait_released`]) with
+    /// `hd_gated_ack` queued behind it: no kernel runs.
+    StreamWait,
+}
+
+/// Makes every call of `calls` while `blocker` waits on a `HostToGpu` semaphore,
+/// starting a new blocker after each call that waited for it (the test released it);
+/// returns each call's outcome.
+fn classify(gpu: &Gpu, calls: &[Call<'_>], blocker: Blocker) -> Vec<Outcome> {
     let work = gpu
         .place_mapped(HandoffSemaphore::<HostToGpu>::new(0))
         .unwrap();
-    let flags = gpu.mapped(2).unwrap(); // word 0: started; word 1: outcome
+    // Spinning kernel: word 0 started, word 1 outcome. Stream wait: u32 0 the payload,
+    // u32 1 what the gated kernel saw, u64 1 its answer.
+    let flags = gpu.mapped(4).unwrap();
     let stream = gpu.new_stream().unwrap();
     let mut producer = work.producer().unwrap();
     let mut outcomes = Vec::new();
+    let mut unit = 0;
     while outcomes.len() < calls.len() {
-        let [started, outcome] = [&flags.host_words()[0], &flags.host_words()[1]];
-        started.store(0, Ordering::Relaxed);
-        outcome.store(0, Ordering::Relaxed);
-        let params = KernelParams::new()
-            .pointer(work.device_address())
-            .pointer(flags.device_address())
-            .pointer(flags.device_address() + 4)
-            .u64(nanos(KERNEL_PATIENCE));
+        unit += 1;
+        for word in flags.host_words() {
+            word.store(0, Ordering::Relaxed);
+        }
+        let base = flags.device_address();
+        let queued = AtomicBool::new(false);
         let run = launch_beside(
             &stream,
-            || {
-                let kernel = gpu.kernel("hd_wait_handoff")?;
-                // SAFETY: `hd_wait_handoff(sem*, u32*, u32*, u64)`; all outlive it (the
-                // stream is synchronized below).
-                unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
+            || match blocker {
+                Blocker::SpinningKernel => {
+                    let kernel = gpu.kernel("hd_wait_handoff")?;
+                    let params = KernelParams::new()
+                        .pointer(work.device_address())
+                        .pointer(base)
+                        .pointer(base + 4)
+                        .u64(nanos(KERNEL_PATIENCE));
+                    // SAFETY: `hd_wait_handoff(sem*, u32*, u32*, u64)`; all outlive it
+                    // (the stream is synchronized below).
+                    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
+                }
+                Blocker::StreamWait => {
+                    let kernel = gpu.kernel("hd_gated_ack")?;
+                    stream
+                        .wait_released(&work, unit)
+                        .map_err(|_| CudaError::Measurement("the stream wait was refused"))?;
+                    queued.store(true, Ordering::Release);
+                    let params = KernelParams::new()
+                        .pointer(base)
+                        .pointer(base + 4)
+                        .pointer(base + 8)
+                        .u64(unit);
+                    // SAFETY: `hd_gated_ack(u32*, u32*, u64*, u64)`; as above.
+                    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
+                }
             },
             |running: &Beside<'_>| {
-                running
-                    .wait()
-                    .timeout(PATIENCE)
-                    .wait_until(&mut || started.load(Ordering::Acquire) == 1)
-                    .expect("the waiting kernel starts");
+                // Still held: the spinning kernel's outcome word, or the gated kernel's
+                // answer, is unwritten.
+                let still_held = || match blocker {
+                    Blocker::SpinningKernel => flags.read(1) == 0,
+                    Blocker::StreamWait => flags.read_u64(1) == 0,
+                };
+                match blocker {
+                    Blocker::SpinningKernel => running
+                        .wait()
+                        .timeout(PATIENCE)
+                        .wait_until(&mut || flags.read(0) == 1)
+                        .expect("the waiting kernel starts"),
+                    Blocker::StreamWait => {
+                        // The helper thread queues the wait, then the launch (which
+                        // may block until the kernel ends where launches block).
+                        let start = Instant::now();
+                        while !queued.load(Ordering::Acquire) && start.elapsed() < BOUND {
+                            std::thread::yield_now();
+                        }
+                        assert!(queued.load(Ordering::Acquire), "the stream wait is queued");
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                }
                 let mut released = false;
                 while !released && outcomes.len() < calls.len() {
                     let call = &calls[outcomes.len()];
@@ -792,13 +868,8 @@ fn classify(gpu: &Gpu, calls: &[Call<'_>]) -> Vec<Outcome> {
                         released = true;
                     });
                     if !released {
-                        // The kernel must still be waiting, or the call proved nothing.
-                        assert_eq!(
-                            outcome.load(Ordering::Acquire),
-                            0,
-                            "{}: the kernel ended early",
-                            call.name
-                        );
+                        // The GPU must still be held back, or the call proved nothing.
+                        assert!(still_held(), "{}: the blocker ended early", call.name);
                     }
                     outcomes.push(result);
                 }
@@ -809,59 +880,77 @@ fn classify(gpu: &Gpu, calls: &[Call<'_>]) -> Vec<Outcome> {
         );
         stream.synchronize().unwrap();
         run.launch.unwrap();
-        assert_eq!(
-            outcome.load(Ordering::Acquire),
-            ACQUIRED,
-            "the kernel acquired its unit"
-        );
+        match blocker {
+            Blocker::SpinningKernel => {
+                assert_eq!(flags.read(1), ACQUIRED, "the kernel acquired its unit");
+            }
+            Blocker::StreamWait => {
+                assert_eq!(flags.read_u64(1), unit, "the gated kernel ran");
+            }
+        }
     }
     outcomes
+}
+
+/// Makes every call beside `blocker`, prints each outcome, and fails unless every
+/// call behaves as docs/host-device.md says (the test ends a call that never returns
+/// after its release as a deadlock).
+fn calls_beside(gpu: &Gpu, blocker: Blocker) {
+    let stock = Stock::new(gpu);
+    let calls = calls(&stock);
+    let outcomes = classify(gpu, &calls, blocker);
+    let serialized = serialized();
+    let mut wrong = Vec::new();
+    eprintln!(
+        "{:<75} {:>12}  beside {blocker:?}{}",
+        "call",
+        "outcome",
+        if serialized {
+            ", launches serialized"
+        } else {
+            ""
+        }
+    );
+    for (call, outcome) in calls.iter().zip(&outcomes) {
+        let documented = documented(call, blocker, serialized);
+        let (what, took) = match outcome {
+            Outcome::Returned(took) => ("returned", took),
+            Outcome::Waited(took) => ("waited", took),
+        };
+        eprintln!(
+            "{:<75} {what:>8} {:>9.3} ms",
+            call.name,
+            took.as_secs_f64() * 1e3
+        );
+        if outcome.behaviour() != documented {
+            wrong.push(format!(
+                "{}: {outcome:?}, documented {documented:?}",
+                call.name
+            ));
+        }
+    }
+    drop(calls);
+    stock.clean_up();
+    assert!(
+        wrong.is_empty(),
+        "calls that behave otherwise than docs/host-device.md says:\n{}",
+        wrong.join("\n")
+    );
 }
 
 #[test]
 fn no_driver_call_deadlocks_while_a_kernel_waits_on_a_host_to_gpu_semaphore() {
     let Some(gpu) = runtime() else { return };
     hang_guard("driver calls beside a waiting kernel", 600, || {
-        let stock = Stock::new(&gpu);
-        let calls = calls(&stock);
-        let outcomes = classify(&gpu, &calls);
-        let serialized = serialized();
-        let mut wrong = Vec::new();
-        eprintln!(
-            "{:<75} {:>12}  {}",
-            "call",
-            "outcome",
-            if serialized {
-                "(launches serialized)"
-            } else {
-                ""
-            }
-        );
-        for (call, outcome) in calls.iter().zip(&outcomes) {
-            let documented = documented(call, serialized);
-            let (what, took) = match outcome {
-                Outcome::Returned(took) => ("returned", took),
-                Outcome::Waited(took) => ("waited", took),
-            };
-            eprintln!(
-                "{:<75} {what:>8} {:>9.3} ms",
-                call.name,
-                took.as_secs_f64() * 1e3
-            );
-            if outcome.behaviour() != documented {
-                wrong.push(format!(
-                    "{}: {outcome:?}, documented {documented:?}",
-                    call.name
-                ));
-            }
-        }
-        drop(calls);
-        stock.clean_up();
-        assert!(
-            wrong.is_empty(),
-            "calls that behave otherwise than docs/host-device.md says:\n{}",
-            wrong.join("\n")
-        );
+        calls_beside(&gpu, Blocker::SpinningKernel);
+    });
+}
+
+#[test]
+fn no_driver_call_deadlocks_while_a_stream_waits_on_a_host_to_gpu_semaphore() {
+    let Some(gpu) = runtime() else { return };
+    hang_guard("driver calls beside a stream wait", 600, || {
+        calls_beside(&gpu, Blocker::StreamWait);
     });
 }
 
