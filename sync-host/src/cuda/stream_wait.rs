@@ -110,7 +110,7 @@ pub enum StreamMemOpError {
     /// [`Runtime::zeros`](super::Runtime::zeros) and
     /// [`Runtime::upload`](super::Runtime::upload) allocate where pools are
     /// supported), which the driver refuses for stream memory operations
-    /// (`CUDA_ERROR_INVALID_VALUE`, measured on an H100 with driver 580).
+    /// (`CUDA_ERROR_INVALID_VALUE`, measured on an H100 with driver 580.159.04).
     Pooled {
         /// The address passed.
         address: u64,
@@ -396,7 +396,7 @@ impl Stream {
     }
 
     /// Queues a wait until `semaphore` has released `count` units in all (its
-    /// [`released`](crate::bus::HandoffSemaphore::released) count, initial units
+    /// [`released`](sync_shared::bus::HandoffSemaphore::released) count, initial units
     /// included, reaches `count`): work queued on this stream behind it starts once the
     /// producer has published unit `count - 1`, with no kernel spinning meanwhile.
     ///
@@ -417,8 +417,9 @@ impl Stream {
     ///
     /// # Examples
     ///
-    /// A launch that runs once the host has released its unit, with no kernel
-    /// waiting on the GPU meanwhile (`consume` reads the payload the host wrote):
+    /// Three launches, each of which starts once the host has released its unit, with
+    /// no kernel waiting on the GPU meanwhile (`consume(slots, unit)` reads the
+    /// payload the host wrote to slot `unit`):
     ///
     /// ```no_run
     /// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
@@ -427,17 +428,22 @@ impl Stream {
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let runtime = Runtime::open(0)?;
     /// let work = runtime.place_mapped(HandoffSemaphore::<HostToGpu>::new(0))?;
-    /// let payload = runtime.mapped(16)?;
+    /// let payload = runtime.mapped(16)?; // 8 u64 slots
     /// let consume = runtime.load_file("my-kernels.ptx")?.kernel("consume")?;
     /// let stream = runtime.new_stream()?;
-    /// stream.wait_released(&work, 1)?;
-    /// let params = KernelParams::new().pointer(payload.device_address());
-    /// // SAFETY: `consume` takes one pointer; the buffer outlives it (its drop waits
-    /// // for the context's work).
-    /// unsafe { consume.launch_ex(&stream, 1, 32, LaunchOptions::default(), params) }?;
-    /// // ... later, on any host thread: the kernel starts after this.
-    /// payload.write_u64(0, 42);
-    /// work.release(1);
+    /// for unit in 0..3_u64 {
+    ///     // Launch `unit` starts once unit `unit` is released (the count reaches unit + 1).
+    ///     stream.wait_released(&work, unit + 1)?;
+    ///     let params = KernelParams::new().pointer(payload.device_address()).u64(unit);
+    ///     // SAFETY: `consume(*const u64, u64)`; the buffer outlives it (its drop waits for
+    ///     // the context's work).
+    ///     unsafe { consume.launch_ex(&stream, 1, 32, LaunchOptions::default(), params) }?;
+    /// }
+    /// // Later, on any host thread: no kernel runs until the first release.
+    /// for unit in 0..3_u64 {
+    ///     payload.write_u64(unit as usize, unit * 10); // visible to launch `unit`
+    ///     work.release(1);
+    /// }
     /// stream.synchronize()?;
     /// # Ok(())
     /// # }
