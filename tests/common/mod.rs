@@ -10,8 +10,13 @@ use std::time::Duration;
 /// failure, not a stuck CI job.
 pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
     // Under Miri (with isolation) the clock is virtual and advances with the
-    // instructions every thread executes, interpreted slowly: give it far longer.
-    let secs = if cfg!(miri) { secs * 20 } else { secs };
+    // instructions every thread executes, interpreted slowly: give it far longer. So
+    // under compute-sanitizer, which slows kernels and launches a hundredfold.
+    let secs = if cfg!(miri) || under_compute_sanitizer().is_some() {
+        secs * 20
+    } else {
+        secs
+    };
     let (done, wait) = mpsc::channel::<()>();
     let name = name.to_owned();
     let guard = thread::spawn(move || {
@@ -28,9 +33,10 @@ pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
 
 /// The GPU, or `None` after printing "skipped: no CUDA driver" (straight to stderr:
 /// libtest would hide a `println!` of a passing test); any other failure to open it
-/// fails the test.
+/// fails the test. Under compute-sanitizer it also installs [`sanitizer_panic_note`].
 pub fn gpu_runtime() -> Option<harness::Gpu> {
     use std::io::Write;
+    sanitizer_panic_note();
     match harness::Gpu::open() {
         Ok(runtime) => Some(runtime),
         Err(scoped_sync::cuda::CudaError::NoDriver) => {
@@ -77,4 +83,71 @@ pub fn litmus_instances() -> u64 {
         .ok()
         .and_then(|value| value.parse().ok())
         .unwrap_or(1_000_000)
+}
+
+/// The variable through which the bundle's `sanitize.sh` tells a test which
+/// compute-sanitizer tool it runs under (`memcheck`, `racecheck`, `synccheck`,
+/// `initcheck`), so that a test can pick a configuration the tool can judge in
+/// reasonable time.
+pub const SANITIZER_VARIABLE: &str = "SCOPED_SYNC_SANITIZER";
+
+/// The compute-sanitizer tool this process runs under, as `sanitize.sh` names it in
+/// [`SANITIZER_VARIABLE`]; `None` outside the runner.
+pub fn sanitizer_tool() -> Option<String> {
+    std::env::var(SANITIZER_VARIABLE)
+        .ok()
+        .filter(|tool| !tool.is_empty())
+}
+
+/// Whether this process runs under compute-sanitizer, whoever started it: the
+/// variable that shows it, with its value. compute-sanitizer 2025.3 (measured on the
+/// GPU host) loads its checker into the program through the dynamic loader, not
+/// through `CUDA_INJECTION64_PATH`, and sets `NV_SANITIZER_INJECTION_PORT_BASE` (the
+/// port its checker reports to) and `NVTX_INJECTION64_PATH=libsanitizer-collection.so`
+/// in the program's environment; `sanitize.sh` also sets [`SANITIZER_VARIABLE`].
+pub fn under_compute_sanitizer() -> Option<String> {
+    if let Some(tool) = sanitizer_tool() {
+        return Some(format!("{SANITIZER_VARIABLE}={tool}"));
+    }
+    let set = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|value| format!("{name}={value}"))
+    };
+    set("NV_SANITIZER_INJECTION_PORT_BASE")
+        .or_else(|| set("NVTX_INJECTION64_PATH").filter(|text| text.contains("libsanitizer")))
+}
+
+/// Under compute-sanitizer, adds a note to every panic that reports a kernel trap
+/// (`CudaError::KernelTrapped`, "a kernel trapped"): the error's text names a broken
+/// precondition or a scope misuse, but under a sanitizer the likelier cause is the
+/// tool itself, which ends a kernel in which it found an error (the driver then
+/// reports the same `CUDA_ERROR_LAUNCH_FAILED` as a trap) and leaves the context lost
+/// for the rest of the process. Installed once; outside a sanitizer it does nothing.
+pub fn sanitizer_panic_note() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    let Some(evidence) = under_compute_sanitizer() else {
+        return;
+    };
+    INSTALL.call_once(move || {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            let payload = info
+                .payload()
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| info.payload().downcast_ref::<&str>().copied())
+                .unwrap_or("");
+            if payload.contains("a kernel trapped") || payload.contains("KernelTrapped") {
+                eprintln!(
+                    "note: this process runs under compute-sanitizer ({evidence}): the \
+                     \"kernel trapped\" above may be the sanitizer ending a kernel in \
+                     which it reported an error (see its report), not a trap of the \
+                     kernel's own; after the first such error the CUDA context is lost \
+                     and every later launch of this process fails the same way"
+                );
+            }
+        }));
+    });
 }
