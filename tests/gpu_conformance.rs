@@ -18,7 +18,12 @@ use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernel
 /// the same constants as in `kernels/src/conformance.rs`.
 const OBJECT_BYTES: usize = 64;
 const COUNTER_WORDS: usize = 4;
-const REPORT_WORDS: usize = 4;
+const REPORT_WORDS: usize = 5;
+/// The patience of the kernels' timed waits under compute-sanitizer, in milliseconds
+/// (`report[4]`; elsewhere 0, the kernels' own 2 s): a tool slows kernels a
+/// hundredfold, and under memcheck the semaphore stress starved threads past 2 s
+/// (`docs/sanitizers.md`). A broken primitive still ends the launch, only later.
+const SANITIZER_PATIENCE_MS: u32 = 60_000;
 
 /// Barrier phases of the whole team before half of it drops out (the kernels then run
 /// the drop phase and 4 more).
@@ -42,6 +47,36 @@ const CLUSTER_SIZES: [u32; 3] = [2, 4, 8];
 
 fn runtime() -> Option<Gpu> {
     common::gpu_runtime()
+}
+
+/// Whether the tests run under compute-sanitizer's `racecheck` (as the bundle's
+/// `sanitize.sh` says in `SCOPED_SYNC_SANITIZER`). racecheck slows contended atomics
+/// far more than a hundredfold: on an H100 the grid-wide barrier stress (50 000 phases
+/// of 132 blocks) ran past 120 s, 10 000 phases of `Grid::sync` took 98 s, and the
+/// semaphore stress in shared memory 66 to 110 s per configuration. Under it the
+/// stress tests run a fiftieth of their phases and a 64th of their acquisitions: what
+/// racecheck judges, the shared-memory accesses, does not need the long runs
+/// (`docs/sanitizers.md`).
+fn under_racecheck() -> bool {
+    common::sanitizer_tool().as_deref() == Some("racecheck")
+}
+
+/// `phases`, or a fiftieth of them (at least 2) under racecheck.
+fn stress_phases(phases: u32) -> u32 {
+    if under_racecheck() {
+        (phases / 50).max(2)
+    } else {
+        phases
+    }
+}
+
+/// Under compute-sanitizer, writes `line` to stderr at once (not captured by libtest):
+/// which configuration a slow or stuck test is in.
+fn progress(line: impl std::fmt::Display) {
+    use std::io::Write;
+    if common::under_compute_sanitizer().is_some() {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
 }
 
 /// Who shares one object, and how the kernel is launched.
@@ -128,7 +163,7 @@ fn run_matrix_kernel(
     let objects = gpu.zeros::<u64>(teams * OBJECT_BYTES / 8)?;
     let slots = gpu.zeros::<u32>(teams * 2 * team_size as usize)?;
     let counters = gpu.zeros::<u32>(teams * COUNTER_WORDS)?;
-    let report = gpu.zeros::<u32>(REPORT_WORDS)?;
+    let report = gpu.upload(&report_words())?;
     match shape {
         // SAFETY: (u8 pointer, u32 pointer, u32 pointer, u32 pointer, u32) is the
         // signature of every matrix kernel; the buffers are sized per team as the
@@ -190,6 +225,18 @@ fn run_matrix_kernel(
     })
 }
 
+/// The initial report of a matrix kernel: zero counts, and the patience of its timed
+/// waits (`report[4]`): [`SANITIZER_PATIENCE_MS`] under compute-sanitizer, else 0 (the
+/// kernels' own).
+fn report_words() -> [u32; REPORT_WORDS] {
+    let patience = if common::under_compute_sanitizer().is_some() {
+        SANITIZER_PATIENCE_MS
+    } else {
+        0
+    };
+    [0, 0, 0, 0, patience]
+}
+
 /// Every configuration of matrix family `family` (`barrier`, `latch`, `semaphore`):
 /// kernel name and launch shape. The grid team has at most `grid_blocks` blocks.
 fn configurations(family: &str, grid_blocks: u32) -> Vec<(String, Shape)> {
@@ -242,8 +289,28 @@ fn run_family(
     rounds: impl Fn(u32) -> u32 + Copy,
     extra: impl Fn(&Outcome) -> Option<String>,
 ) {
+    run_configurations(
+        gpu,
+        family,
+        configurations(family, grid_blocks),
+        rounds,
+        extra,
+    );
+}
+
+/// Runs the configurations `list` of `family`, as [`run_family`] does.
+fn run_configurations(
+    gpu: &Gpu,
+    family: &str,
+    list: Vec<(String, Shape)>,
+    rounds: impl Fn(u32) -> u32 + Copy,
+    extra: impl Fn(&Outcome) -> Option<String>,
+) {
     let mut failed = Vec::new();
-    for (name, shape) in configurations(family, grid_blocks) {
+    for (name, shape) in list {
+        progress(format_args!("{name} {shape:?}: launching"));
+        let start = std::time::Instant::now();
+        let before = failed.len();
         match run_matrix_kernel(gpu, &name, shape, rounds) {
             Ok(outcome) => {
                 let problems: Vec<String> = [outcome.failures(), extra(&outcome)]
@@ -260,6 +327,15 @@ fn run_family(
             }
             Err(error) => failed.push(format!("{name} {shape:?}: launch failed: {error}")),
         }
+        progress(format_args!(
+            "{name}: {} after {:.1?}",
+            if failed.len() == before {
+                "ok"
+            } else {
+                "FAILED"
+            },
+            start.elapsed()
+        ));
     }
     assert!(
         failed.is_empty(),
@@ -302,6 +378,62 @@ fn barrier_without_completion_conformance_matrix() {
     );
 }
 
+/// The barrier matrices' `Block`-scope barrier in block-shared memory (the hardware
+/// form, the `mbarrier`), with and without completion: the configuration of
+/// `barrier_conformance_matrix` that `racecheck` judges (the other shared-memory ones
+/// open each phase with the completing thread's release store, which racecheck counts
+/// as a plain write racing with the waiters' loads; `docs/sanitizers.md`).
+#[test]
+fn barrier_in_block_shared_memory_with_and_without_completion() {
+    let Some(gpu) = runtime() else { return };
+    let shape = Shape::Blocks {
+        blocks: BLOCK_TEAMS,
+        threads: BLOCK_THREADS,
+    };
+    let phases = BARRIER_ROUNDS + 1 + PHASES_AFTER_DROP;
+    run_configurations(
+        &gpu,
+        "barrier",
+        vec![("conf_barrier_block_shared".to_owned(), shape)],
+        |_| BARRIER_ROUNDS,
+        |outcome| {
+            let completions = outcome.counter(0);
+            completions.iter().any(|&count| count != phases).then(|| {
+                format!("completion counts per team {completions:?}, expected {phases} each")
+            })
+        },
+    );
+    run_configurations(
+        &gpu,
+        "plain_barrier",
+        vec![("conf_plain_barrier_block_shared".to_owned(), shape)],
+        |_| BARRIER_ROUNDS,
+        |_| None,
+    );
+}
+
+/// The configurations of `barrier_without_completion_conformance_matrix` with the
+/// barrier in shared memory at `Device` and `System` scope and at `Cluster` scope with
+/// clusters of 2 and 4 (the portable form: arrivals and the reopening are
+/// read-modify-writes, waits are loads): with
+/// `barrier_in_block_shared_memory_with_and_without_completion`, what `racecheck`
+/// judges of that matrix. With clusters of 8 racecheck reports the other blocks'
+/// accesses to the barrier in rank 0's shared memory as made to "a block that might
+/// have already exited" (`docs/sanitizers.md`).
+#[test]
+fn barrier_without_completion_in_shared_memory_at_wider_scopes() {
+    let Some(gpu) = runtime() else { return };
+    let list = configurations("plain_barrier", 0)
+        .into_iter()
+        .filter(|(name, shape)| {
+            name.ends_with("_shared")
+                && !name.ends_with("block_shared")
+                && !matches!(shape, Shape::Clusters { size: 8, .. })
+        })
+        .collect();
+    run_configurations(&gpu, "plain_barrier", list, |_| BARRIER_ROUNDS, |_| None);
+}
+
 #[test]
 fn generic_block_barrier_in_shared_memory_times_out_and_stays_usable() {
     let Some(gpu) = runtime() else { return };
@@ -320,10 +452,11 @@ fn device_barrier_stress_across_the_grid() {
         blocks: gpu.sm_count().unwrap(),
         threads: BLOCK_THREADS,
     };
-    let outcome = run_matrix_kernel(&gpu, "conf_device_barrier_stress", shape, |_| {
-        DEVICE_BARRIER_PHASES
-    })
-    .unwrap_or_else(|error| panic!("conf_device_barrier_stress {shape:?}: launch failed: {error}"));
+    let phases = stress_phases(DEVICE_BARRIER_PHASES);
+    let outcome = run_matrix_kernel(&gpu, "conf_device_barrier_stress", shape, |_| phases)
+        .unwrap_or_else(|error| {
+            panic!("conf_device_barrier_stress {shape:?}: launch failed: {error}")
+        });
     if let Some(failures) = outcome.failures() {
         panic!("conf_device_barrier_stress {shape:?}: {failures}");
     }
@@ -336,9 +469,27 @@ fn latch_conformance_matrix() {
     run_family(&gpu, "latch", grid_blocks, |_| 0, |_| None);
 }
 
-/// Mutex acquisitions per thread for a team of `size` threads (at least 2).
+/// Mutex acquisitions per thread for a team of `size` threads (at least 2). Under
+/// racecheck a 64th of the stress: with the semaphores in shared memory a team's
+/// 65 536 acquisitions took 66 to 110 s per configuration there (H100, 8 processes at
+/// once), and starved threads past even the sanitizer's 60 s patience.
 fn semaphore_rounds(size: u32) -> u32 {
-    (SEMAPHORE_ACQUISITIONS / size).max(2)
+    let acquisitions = if under_racecheck() {
+        SEMAPHORE_ACQUISITIONS / 64
+    } else {
+        SEMAPHORE_ACQUISITIONS
+    };
+    (acquisitions / size).max(2)
+}
+
+/// The semaphore family's own check: the mutex-protected count of every team.
+fn semaphore_counts(outcome: &Outcome) -> Option<String> {
+    let expected = outcome.team_size * semaphore_rounds(outcome.team_size);
+    let counts = outcome.counter(1);
+    counts
+        .iter()
+        .any(|&count| count != expected)
+        .then(|| format!("mutex-protected counts per team {counts:?}, expected {expected} each"))
 }
 
 #[test]
@@ -346,13 +497,7 @@ fn semaphore_conformance_matrix_and_stress() {
     let Some(gpu) = runtime() else { return };
     // A smaller grid team: the stress is one contended word, and 8 blocks of 256
     // threads already make 2048 contenders.
-    run_family(&gpu, "semaphore", 8, semaphore_rounds, |outcome| {
-        let expected = outcome.team_size * semaphore_rounds(outcome.team_size);
-        let counts = outcome.counter(1);
-        counts.iter().any(|&count| count != expected).then(|| {
-            format!("mutex-protected counts per team {counts:?}, expected {expected} each")
-        })
-    });
+    run_family(&gpu, "semaphore", 8, semaphore_rounds, semaphore_counts);
 }
 
 /// Runs a block-team kernel with the matrix signature on `BLOCK_TEAMS` blocks.
@@ -442,7 +587,7 @@ fn grid_sync_10000_phases_at_maximum_occupancy() {
     let block = 128_u32;
     let blocks = kernel.max_coresident_blocks(block).unwrap();
     let threads = (blocks * block) as usize;
-    let phases = 10_000_u32;
+    let phases = stress_phases(10_000);
     let slots = gpu.zeros::<u32>(2 * threads).unwrap();
     let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
     // SAFETY: (Grid, u32 pointer, u32, u32 pointer) is the kernel's signature; `slots`

@@ -56,9 +56,11 @@ use sync_shared::{
     Ordering, System, Word, SEMAPHORE_MAX,
 };
 
-/// How long a wait may take before it counts as a timeout. A working primitive needs
-/// microseconds to milliseconds here; the longest legitimate wait is a thread starved
-/// by the unfair semaphore for the length of the stress loop (well under a second).
+/// How long a wait may take before it counts as a timeout, unless the host asks for
+/// longer in `report[4]`. A working primitive needs microseconds to milliseconds here;
+/// the longest legitimate wait is a thread starved by the unfair semaphore for the
+/// length of the stress loop (well under a second, but tens of seconds under a
+/// compute-sanitizer tool, which slows kernels a hundredfold).
 const PATIENCE: Duration = Duration::from_secs(2);
 /// The patience once any thread of the launch has timed out: the launch has failed,
 /// and only needs to end without hanging.
@@ -72,7 +74,7 @@ const OBJECT_BYTES: usize = 64;
 /// Words of `counters` per team (the host allocates the same).
 const COUNTER_WORDS: usize = 4;
 /// Words of `report` (the host allocates the same).
-const REPORT_WORDS: usize = 4;
+const REPORT_WORDS: usize = 5;
 /// Largest block the cluster-barrier kernel supports (its shared buffer's length).
 const CLUSTER_BLOCK_MAX: usize = 256;
 
@@ -80,8 +82,9 @@ const CLUSTER_BLOCK_MAX: usize = 256;
 // Report, clock, device-scope helper atomics.
 
 /// `report[0]`: failed checks; `[1]`: timed-out waits; `[2]`: the line (in this file)
-/// of the first failed check; `[3]`: the line of the first timeout. Global memory,
-/// updated with device-scope atomics.
+/// of the first failed check; `[3]`: the line of the first timeout; `[4]`, written by
+/// the host: the patience of the timed waits in milliseconds (0: [`PATIENCE`]). Global
+/// memory, updated with device-scope atomics.
 #[derive(Clone, Copy)]
 struct Report(*mut u32);
 
@@ -124,9 +127,11 @@ impl Report {
     /// How long the next wait may take.
     fn patience(self) -> Duration {
         if self.aborted() {
-            PATIENCE_AFTER_TIMEOUT
-        } else {
-            PATIENCE
+            return PATIENCE_AFTER_TIMEOUT;
+        }
+        match device_load(self.word(4)) {
+            0 => PATIENCE,
+            millis => Duration::from_millis(u64::from(millis)),
         }
     }
 }
@@ -737,6 +742,13 @@ fn meet<B: PhaseBarrier>(barrier: &B, ctx: &Ctx, meeting: Meeting, parity: bool)
             true
         }
         Meeting::WholeBlock => {
+            // Reconverge the warp first: since the last phase its lanes may have parted
+            // (a completion run by one lane, waits that returned at different times),
+            // and a block-wide reduction reached by a parted warp is what synccheck
+            // reports as "divergent thread(s) in block" (ptxas emulates it with
+            // `WARPSYNC.COLLECTIVE` around `BAR.RED`). Every lane of the warp is here:
+            // whole-block phases come before any member drops out.
+            warp::sync(u32::MAX);
             // The whole block must take the same path into the collective operation.
             if block_any(ctx.aborted()) {
                 return split_phase(barrier, ctx, 1, parity);
@@ -927,6 +939,11 @@ pub unsafe extern "gpu-kernel" fn conf_generic_block_barrier_timeout(
     };
     check_form(plain, &ctx, true);
     check_form(counted, &ctx, true);
+    // Thread 0 turned both into the hardware form above; a block barrier orders that
+    // before every other thread's first arrival (the matrix checks a conversion racing
+    // the first arrivals). Without it, racecheck's target process once died with
+    // SIGSEGV on this kernel (docs/sanitizers.md).
+    sync_block();
     timeout_then_complete(plain, &ctx);
     timeout_then_complete(counted, &ctx);
 }
