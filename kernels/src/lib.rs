@@ -26,6 +26,7 @@ mod launch_shapes;
 mod litmus;
 mod litmus_host;
 mod primitive_costs;
+mod sanitize;
 
 /// One kernel per scope × operation × width × ordering.
 mod probes {
