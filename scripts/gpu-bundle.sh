@@ -8,7 +8,8 @@
 #   # copy DIR to the GPU host, then there:
 #   bash DIR/run.sh                       # the GPU tests and the example below
 #   bash DIR/checked.sh                   # the GPU tests on the checked kernels
-#   bash DIR/sanitize.sh [TOOL...]        # the GPU tests under compute-sanitizer
+#   bash DIR/sanitize.sh [TOOL...]        # the GPU tests under compute-sanitizer, each
+#                                         # test in its own process (see the script)
 #   bash DIR/compare.sh                   # per-scope costs beside CUDA C++ (needs nvcc;
 #                                         # the same-address table also needs cupy)
 #   bash DIR/host.sh                      # CPU scaling of this host beside libstdc++ and
@@ -124,32 +125,203 @@ chmod +x "$out/checked.sh"
 
 cat > "$out/sanitize.sh" <<'RUN'
 #!/usr/bin/env bash
-# Runs the bundled GPU tests under compute-sanitizer: each TOOL given (default: all
-# four) over every test executable, failing on any error the tool reports. The litmus
-# tests run fewer instances (SCOPED_SYNC_LITMUS_INSTANCES), as a sanitizer slows
-# kernels a hundredfold. Not run: gpu_fault and gpu_device_checks, whose kernels trap
-# on purpose (a sanitizer reports the trap, rightly).
+# Runs the bundled GPU tests under compute-sanitizer, every test in a process of its
+# own: a tool that reports an error ends that kernel and the process's CUDA context is
+# lost, so a shared process would fail every later test of the executable too.
+#
+#   bash sanitize.sh [TOOL...]     # default: memcheck racecheck synccheck initcheck
+#
+# For each TOOL, each test of each gpu* executable (listed with --list, run with
+# --exact) runs as `compute-sanitizer --tool TOOL --error-exitcode 99 EXE --exact TEST`.
+# A test passes when it ran and passed and the tool reported nothing, unless the table
+# in `expectation` says otherwise: that the tool must report exactly one kind of error
+# (initcheck, the uninitialised latch of gpu_sanitize; memcheck, the deliberate traps
+# of gpu_fault and gpu_device_checks, which the other tools do not report), or that
+# the tool does not run the test, and why (docs/sanitizers.md). gpu_device_checks has
+# no libtest harness and runs whole (each of its cases in a child process, which the
+# tool follows). The summary says per tool which tests passed, failed and were not
+# run, and why; the exit status is 1 if any failed.
+#
+# The runner tells the tests which tool runs them (SCOPED_SYNC_SANITIZER: under any
+# tool the conformance kernels' timed waits get 60 s instead of 2 s; under racecheck
+# the stress tests of gpu_conformance run a fiftieth of their phases and a 64th of
+# their acquisitions) and asks for fewer instances per litmus case
+# (SCOPED_SYNC_LITMUS_INSTANCES: 1e5, 1e4 under racecheck), as a sanitizer slows
+# kernels a hundredfold and racecheck contended atomics far more.
+#
+# Environment: SANITIZE_JOBS=N runs N executables at once, of any tool (default 1;
+# they share the GPU); SANITIZE_TIMEOUT=S ends a test after S seconds, as a failure
+# (default 1800); SANITIZE_ONLY=REGEX runs only the tests whose EXE::TEST matches
+# (grep -E); SANITIZE_LOGS=DIR keeps each test's full output (default sanitize-logs/);
+# SCOPED_SYNC_LITMUS_INSTANCES, if set, applies to every tool.
 set -uo pipefail
 cd "$(dirname "$0")"
 tools=("$@")
 [[ ${#tools[@]} -gt 0 ]] || tools=(memcheck racecheck synccheck initcheck)
-export SCOPED_SYNC_LITMUS_INSTANCES="${SCOPED_SYNC_LITMUS_INSTANCES:-100000}"
-status=0
+litmus_instances="${SCOPED_SYNC_LITMUS_INSTANCES:-}"
+jobs="${SANITIZE_JOBS:-1}"
+limit="${SANITIZE_TIMEOUT:-1800}"
+only="${SANITIZE_ONLY:-}"
+logs="${SANITIZE_LOGS:-sanitize-logs}"
+
+# What TOOL must make of EXE's TEST: `clean` (nothing reported, the test passes),
+# `flag PATTERN` (the tool reports an error whose report holds PATTERN, and the test
+# itself passes), or `skip REASON` (not run under this tool).
+expectation() {
+    local tool="$1" exe="$2" test="$3"
+    case "$tool:$exe:$test" in
+        initcheck:gpu_sanitize:initcheck_reports_a_latch_used_before_it_was_initialised)
+            echo "flag Uninitialized __global__ memory read of size 4 bytes" ;;
+        memcheck:gpu_fault:* | memcheck:gpu_device_checks:*)
+            echo "flag Trace/breakpoint trap" ;;
+        racecheck:gpu_conformance:barrier_conformance_matrix)
+            echo "skip racecheck counts the release store with which a completion opens the next phase of a barrier in shared memory as a plain write racing with the waiters' loads (the PTX memory model says otherwise) and ends the kernel; what it can judge of this matrix runs in barrier_in_block_shared_memory_with_and_without_completion (docs/sanitizers.md)" ;;
+        racecheck:gpu_conformance:barrier_without_completion_conformance_matrix)
+            echo "skip with clusters of 8 racecheck reports the other blocks' accesses to the barrier in rank 0's shared memory as made to a block that might have already exited, while rank 0 waits for them at the kernel's last cluster barrier; the other configurations run in barrier_without_completion_in_shared_memory_at_wider_scopes and barrier_in_block_shared_memory_with_and_without_completion (docs/sanitizers.md)" ;;
+        *) echo clean ;;
+    esac
+}
+
+# Extra compute-sanitizer options for EXE.
+tool_options() {
+    # gpu_runtime provokes failed API calls on purpose (broken PTX, a missing kernel),
+    # and after the deliberate traps of gpu_fault and gpu_device_checks every call on
+    # the lost context fails: not errors of the program.
+    case "$1" in gpu_runtime | gpu_fault | gpu_device_checks) echo "--report-api-errors no" ;; esac
+    return 0
+}
+
+# The tests of EXE, one per line; `-` runs the executable whole (gpu_device_checks has
+# no libtest harness: `--list` would run it).
+tests_of() {
+    if [[ "$1" == gpu_device_checks ]]; then
+        echo "-"
+    else
+        "./$1" --list --format terse 2>/dev/null | sed -n 's/: test$//p'
+    fi
+}
+
+# The errors the tool counted in LOG (the sum of its summary lines: one per process).
+errors_in() {
+    grep -oE '(ERROR|RACECHECK) SUMMARY: [0-9]+ (error|hazard)' "$1" \
+        | awk '{ n += $3 } END { print n + 0 }'
+}
+
+# Runs the tests of EXE under TOOL; writes `passed|failed|not-run EXE::TEST (why)`
+# lines to $logs/TOOL/EXE.results.
+run_exe() {
+    local tool="$1" exe="$2" test name log code verdict why expect start took ran
+    local results="$logs/$tool/$exe.results"
+    local args=()
+    : > "$results"
+    export SCOPED_SYNC_SANITIZER="$tool"
+    if [[ -n "$litmus_instances" ]]; then
+        export SCOPED_SYNC_LITMUS_INSTANCES="$litmus_instances"
+    elif [[ "$tool" == racecheck ]]; then
+        export SCOPED_SYNC_LITMUS_INSTANCES=10000
+    else
+        export SCOPED_SYNC_LITMUS_INSTANCES=100000
+    fi
+    while read -r test; do
+        [[ -n "$test" ]] || continue
+        if [[ "$test" == - ]]; then name="$exe"; args=(); else
+            name="$exe::$test"
+            args=(--exact "$test" --test-threads=1)
+        fi
+        if [[ -n "$only" ]] && ! grep -Eq -- "$only" <<<"$name"; then continue; fi
+        expect="$(expectation "$tool" "$exe" "$test")"
+        if [[ "$expect" == skip\ * ]]; then
+            echo "not-run $name (${expect#skip })" >> "$results"
+            echo "[$tool] $name: not run"
+            continue
+        fi
+        log="$logs/$tool/$(tr -c 'A-Za-z0-9_.\n-' _ <<<"$name").log"
+        start=$SECONDS
+        # shellcheck disable=SC2046
+        timeout -k 10 "$limit" compute-sanitizer --tool "$tool" $(tool_options "$exe") \
+            --error-exitcode 99 --print-limit 20 "./$exe" "${args[@]}" \
+            < /dev/null > "$log" 2>&1
+        code=$?
+        took=$((SECONDS - start))
+        # Whether the test ran and passed by its own account: libtest's count, or
+        # gpu_device_checks' closing line.
+        ran=0
+        if grep -qE "skipped: no CUDA driver" "$log"; then
+            ran=-1
+        elif grep -q "Target application returned an error" "$log"; then
+            ran=0
+        elif grep -qE "test result: ok. 1 passed|^device checks: [0-9]+ passed, 0 failed" "$log"; then
+            ran=1
+        fi
+        verdict=failed
+        why=""
+        if [[ $code -eq 124 || $code -eq 137 ]]; then
+            why="timed out after ${limit} s"
+        elif [[ $ran -eq -1 ]]; then
+            verdict=not-run
+            why="no CUDA driver"
+        elif [[ "$expect" == clean ]]; then
+            if [[ $code -eq 0 && $ran -eq 1 ]]; then
+                verdict=passed
+            elif [[ $code -eq 99 ]]; then
+                why="$(grep -m1 -E '^========= [A-Z][a-z]' "$log" | grep -v 'COMPUTE-SANITIZER' | cut -c11-180)"
+                why="${tool} reported: ${why:-$(grep -m1 'SUMMARY' "$log" | cut -c11-)}"
+            else
+                why="the test failed (exit $code)"
+            fi
+        else
+            # Every error the tool counted must be of the expected kind.
+            local pattern="${expect#flag }" errors matched
+            errors=$(errors_in "$log")
+            matched=$(grep -oF -- "$pattern" "$log" | wc -l)
+            if [[ $code -eq 99 && $ran -eq 1 && $matched -ge 1 && $matched -eq $errors ]]; then
+                verdict=passed
+                why="reported as expected: $matched × $pattern"
+            else
+                why="expected $tool to report \"$pattern\" and nothing else: $matched of $errors errors (exit $code, test ran: $ran)"
+            fi
+        fi
+        echo "$verdict $name${why:+ ($why)} [${took} s]" >> "$results"
+        echo "[$tool] $name: $verdict${why:+ ($why)} [${took} s]"
+    done < <(tests_of "$exe")
+}
+
+command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer not found" >&2; exit 2; }
+# The longest executables first, so that parallel jobs end together.
+exes=()
+for exe in gpu_conformance gpu_litmus gpu_bus gpu*; do
+    [[ -x "$exe" && -f "$exe" ]] || continue
+    [[ " ${exes[*]} " == *" $exe "* ]] || exes+=("$exe")
+done
+running=0
 for tool in "${tools[@]}"; do
-    for test in ./gpu*; do
-        case "$test" in ./gpu_fault | ./gpu_device_checks) continue ;; esac
-        [[ -x "$test" ]] || continue
-        # gpu_runtime provokes failed API calls on purpose (broken PTX, a missing
-        # kernel): memcheck would count each as an error.
-        api=()
-        [[ "$test" == ./gpu_runtime ]] && api=(--report-api-errors no)
-        echo "== compute-sanitizer --tool $tool ${api[*]} $test"
-        compute-sanitizer --tool "$tool" "${api[@]}" --error-exitcode 99 --print-limit 20 \
-            "$test" --test-threads=1 2>&1 | tail -n 25
-        code=${PIPESTATUS[0]}
-        echo "== exit $code"
-        [[ $code -eq 0 ]] || status=1
+    mkdir -p "$logs/$tool"
+    for exe in "${exes[@]}"; do
+        if [[ "$jobs" -gt 1 ]]; then
+            run_exe "$tool" "$exe" &
+            running=$((running + 1))
+            if [[ $running -ge $jobs ]]; then
+                wait -n
+                running=$((running - 1))
+            fi
+        else
+            run_exe "$tool" "$exe"
+        fi
     done
+done
+wait
+status=0
+echo
+echo "== summary (each test's output in $logs/TOOL/)"
+for tool in "${tools[@]}"; do
+    results="$(cat "$logs/$tool/"*.results)"
+    passed=$(grep -c '^passed ' <<<"$results")
+    failed=$(grep -c '^failed ' <<<"$results")
+    skipped=$(grep -c '^not-run ' <<<"$results")
+    echo "$tool: $passed passed, $failed failed, $skipped not run"
+    grep -v '^passed ' <<<"$results" | sed 's/^/  /'
+    grep '^passed .*(reported as expected' <<<"$results" | sed 's/^/  /'
+    [[ $failed -eq 0 ]] || status=1
 done
 exit $status
 RUN
