@@ -22,7 +22,7 @@ mod common;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use common::hang_guard;
@@ -49,8 +49,20 @@ const PATIENCE: Duration = Duration::from_secs(20);
 /// What `hd_wait_handoff` writes to its outcome word when it acquired its unit.
 const ACQUIRED: u32 = 1;
 
-fn runtime() -> Option<Gpu> {
-    common::gpu_runtime()
+/// Held by each test while it runs: the classifications need the process's GPU work
+/// to themselves (a `cuCtxSynchronize` elsewhere would wait for their kernel, and
+/// another test's kernel for theirs), also when libtest runs tests in parallel.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// The GPU and this file's lock, or `None` without a CUDA driver.
+fn runtime() -> Option<(Gpu, MutexGuard<'static, ()>)> {
+    let gpu = common::gpu_runtime()?;
+    // A test that failed while holding the lock leaves nothing half-done on the GPU
+    // that the next one depends on.
+    let turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    Some((gpu, turn))
 }
 
 /// Launches serialize (`CUDA_LAUNCH_BLOCKING=1`, the bundle's second run, with
@@ -940,7 +952,9 @@ fn calls_beside(gpu: &Gpu, blocker: Blocker) {
 
 #[test]
 fn no_driver_call_deadlocks_while_a_kernel_waits_on_a_host_to_gpu_semaphore() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     hang_guard("driver calls beside a waiting kernel", 600, || {
         calls_beside(&gpu, Blocker::SpinningKernel);
     });
@@ -948,7 +962,9 @@ fn no_driver_call_deadlocks_while_a_kernel_waits_on_a_host_to_gpu_semaphore() {
 
 #[test]
 fn no_driver_call_deadlocks_while_a_stream_waits_on_a_host_to_gpu_semaphore() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     hang_guard("driver calls beside a stream wait", 600, || {
         calls_beside(&gpu, Blocker::StreamWait);
     });
@@ -956,7 +972,9 @@ fn no_driver_call_deadlocks_while_a_stream_waits_on_a_host_to_gpu_semaphore() {
 
 #[test]
 fn a_host_set_flag_reaches_a_waiting_kernel_in_every_placement() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     hang_guard("host-set flags", 300, || {
         let managed = gpu.concurrent_managed_access().unwrap();
         let mut wrong = Vec::new();
@@ -1070,7 +1088,9 @@ fn gated_launch(
 
 #[test]
 fn a_stream_gated_on_a_handoff_semaphore_starts_its_kernels_only_after_each_release() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     hang_guard("stream gated on a semaphore", 120, || {
         let work = gpu
             .place_mapped(HandoffSemaphore::<HostToGpu>::new(0))
@@ -1101,7 +1121,9 @@ fn a_stream_gated_on_a_handoff_semaphore_starts_its_kernels_only_after_each_rele
 
 #[test]
 fn stream_waits_open_on_each_condition_as_the_driver_documents() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     hang_guard("stream wait conditions", 120, || {
         let words = GateWords::new(&gpu);
         let flag = gpu.mapped(4).unwrap(); // u32 0 (and u64 1) gate the kernels
@@ -1185,7 +1207,9 @@ fn stream_waits_open_on_each_condition_as_the_driver_documents() {
 
 #[test]
 fn stream_writes_land_in_stream_order_and_reach_the_host() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     hang_guard("stream writes", 60, || {
         let words = gpu.mapped(8).unwrap(); // u32 0: gate; u32 1: written; u64 1: written
         let stream = gpu.new_stream().unwrap();
@@ -1223,7 +1247,9 @@ fn stream_writes_land_in_stream_order_and_reach_the_host() {
 
 #[test]
 fn stream_memory_operations_refuse_what_the_driver_cannot_do() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     let stream = gpu.new_stream().unwrap();
     let words = gpu.mapped(4).unwrap();
     // SAFETY: refused before anything is queued (the checks come first).
@@ -1275,7 +1301,9 @@ fn stream_memory_operations_refuse_what_the_driver_cannot_do() {
 
 #[test]
 fn stream_memory_operations_take_plain_device_memory_and_refuse_pool_memory() {
-    let Some(gpu) = runtime() else { return };
+    let Some((gpu, _turn)) = runtime() else {
+        return;
+    };
     let stream = gpu.new_stream().unwrap();
     gpu.cudarc_context().bind_to_thread().unwrap();
     let mut plain = 0;
