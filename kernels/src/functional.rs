@@ -123,7 +123,8 @@ fn fits_callback_slot<T>(_: &T) {
 ///   a stop token, and adds 1 to `results[1]` when that wait ends with `Stopped`;
 /// - thread 0 of block 0 waits until every other block has registered (`results[2]`
 ///   counts them), then requests stop, which runs every callback in its thread, and
-///   adds 1 to `results[3]` for the `true` that only the first request returns.
+///   adds 1 to `results[3]` for the `true` that only the first request returns; the
+///   other blocks drop their callbacks only after that.
 ///
 /// The callbacks live in `callbacks` (global memory, `CALLBACK_SLOT_BYTES` per block,
 /// 8-aligned), not on the stack: a GPU thread's stack is local memory, which the
@@ -173,7 +174,12 @@ pub unsafe extern "gpu-kernel" fn stoppable_waits_end_at_stop(
     if semaphore.acquire_stoppable(source.token()) == Err(Stopped) {
         <Gpu as Backend<Device>>::fetch_add(stopped, 1, Ordering::Relaxed);
     }
-    // SAFETY: the callback was written above and is dropped once, here (deregistering
-    // it, which waits if it still runs in block 0's thread).
+    // The wait ends as soon as the stop flag is published, before block 0 has run
+    // every callback; dropping the callback now would deregister it unrun (as it
+    // should), so wait until `request_stop` has returned.
+    while <Gpu as Backend<Device>>::load(first, Ordering::Acquire) == 0 {
+        <Gpu as Backend<Device>>::yield_now();
+    }
+    // SAFETY: the callback was written above and is dropped once, here.
     unsafe { core::ptr::drop_in_place(core::ptr::from_ref(callback.get_ref()).cast_mut()) };
 }
