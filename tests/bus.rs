@@ -209,6 +209,33 @@ fn bus_latch_counts_both_sides_and_rejects_an_overrun() {
     assert_eq!(host.wait(Polling), Ok(()));
     let overrun = std::panic::catch_unwind(|| gpu.count_down(1));
     assert!(overrun.is_err(), "counting past expected panics");
+    // The overrun's units were published as its panic unwound: a later count-down of
+    // that side finds its turn instead of waiting for ever (it panics too: the latch
+    // is still overrun).
+    hang_guard("count_down_after_an_overrun", 30, || {
+        let again = std::panic::catch_unwind(|| gpu.count_down(1));
+        assert!(again.is_err(), "still counting past expected");
+    });
+}
+
+/// A `fill` that panics does not stop the releasers after it: its units are released
+/// as the panic unwinds, and the next release publishes after them.
+#[test]
+fn a_panicking_fill_does_not_stop_later_releases() {
+    hang_guard("a_panicking_fill", 30, || {
+        let semaphore: HandoffSemaphore<HostToGpu, Host> = HandoffSemaphore::new(0);
+        let failed = std::panic::catch_unwind(|| {
+            semaphore.release_with(2, |_| panic!("fill failed"));
+        });
+        assert!(failed.is_err(), "the fill's panic reaches the releaser");
+        assert_eq!(
+            semaphore.released(),
+            2,
+            "the failed release's units were published"
+        );
+        assert_eq!(semaphore.release(1), 2, "the next release follows them");
+        assert_eq!(semaphore.released(), 3);
+    });
 }
 
 #[test]

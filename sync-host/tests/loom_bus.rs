@@ -43,8 +43,9 @@
 //! With `LOOM_MAX_PREEMPTIONS=2` the models take about 2 s in all (3: 9 s, 4: 32 s,
 //! measured on the 2-core development machine).
 //!
-//! Two ignored models show behaviours of `BusStopSource::request_stop` that differ
-//! from C++'s `request_stop` (see their documentation).
+//! Two models pin down `BusStopSource::request_stop` behaviours that these models
+//! found broken at first (both sides' concurrent requests returning `false`; a losing
+//! request returning before the request was visible) and that its fix guarantees.
 #![cfg(loom)]
 
 use std::cell::Cell;
@@ -978,13 +979,12 @@ fn stop_requested_by_both_sides() {
     SEEN.assert_all(BOTH_TRUE);
 }
 
-/// Finding, not a guarantee the library gives today: when both sides request stop at
-/// once, each stores its own word and then loads the other's, so both can see the
-/// other's request and both return `false`: no call reports having made the request.
-/// Ignored until `request_stop` loads the other side's word (acquire) before storing
-/// its own, which leaves "both `true`" possible but not "both `false`".
+/// When both sides request stop at once, at least one call reports having made the
+/// request. (This model found the first version, which stored its own word and then
+/// loaded the other's, returning `false` on both sides; `request_stop` now loads the
+/// other side's word with acquire before storing its own, which leaves "both `true`"
+/// possible but not "both `false`".)
 #[test]
-#[ignore = "finding: concurrent requests from both sides can both return false"]
 fn stop_concurrent_requests_one_reports_making_it() {
     loom::model(|| {
         let stop = Arc::new(BusStopSource::<Host>::new());
@@ -1001,14 +1001,12 @@ fn stop_concurrent_requests_one_reports_making_it() {
     });
 }
 
-/// Finding, not a guarantee the library gives today: two threads of one side request
-/// stop; the one whose claim fails returns `false` at once, possibly before the winner
-/// has stored the request, so `stop_requested()` can still be `false` right after a
-/// `request_stop()` returned (C++'s `request_stop` has the postcondition
-/// `stop_requested()`), and that caller's earlier writes are not published. Ignored
-/// until every request stores the side's word (an idempotent store of 1).
+/// Two threads of one side request stop: `stop_requested()` is `true` right after
+/// either `request_stop()` returned (C++'s postcondition). (This model found the first
+/// version, whose losing caller returned at once, possibly before the winner stored
+/// the request, and published none of its own writes; every request now stores the
+/// side's word, an idempotent store of 1.)
 #[test]
-#[ignore = "finding: a losing request_stop on one side returns before the request is visible"]
 fn stop_requested_after_any_request_returns() {
     loom::model(|| {
         let stop = Arc::new(BusStopSource::<Host>::new());

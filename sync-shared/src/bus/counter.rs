@@ -88,7 +88,17 @@ impl PublishedCount<'_> {
         if first.checked_add(n).is_none_or(|end| end > BUS_COUNT_MAX) {
             misuse(operation, "the cumulative count would exceed BUS_COUNT_MAX");
         }
+        // If `fill` (a caller's closure, or a primitive's misuse check) panics, the
+        // units are published all the same while the panic unwinds: unpublished, they
+        // would stop every later adder of this side in `publish` for ever.
+        let publish_on_unwind = PublishOnUnwind::<B> {
+            count: self,
+            first,
+            n,
+            _side: core::marker::PhantomData,
+        };
         fill(first);
+        core::mem::forget(publish_on_unwind);
         self.publish::<B>(first, n);
         first
     }
@@ -129,6 +139,21 @@ impl PublishedCount<'_> {
     /// Ends an exclusive endpoint whose count is `count`.
     pub(crate) fn unclaim<B: Side>(&self, count: u64) {
         B::store_side(self.reserved, count, Ordering::Release);
+    }
+}
+
+/// Publishes reserved units while a panic in the adder's `fill` unwinds (dropped only
+/// then; the normal path forgets it).
+struct PublishOnUnwind<'a, B: Side> {
+    count: &'a PublishedCount<'a>,
+    first: u64,
+    n: u64,
+    _side: core::marker::PhantomData<fn() -> B>,
+}
+
+impl<B: Side> Drop for PublishOnUnwind<'_, B> {
+    fn drop(&mut self) {
+        self.count.publish::<B>(self.first, self.n);
     }
 }
 

@@ -178,7 +178,9 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
     ///
     /// # Panics
     ///
-    /// As [`release`](Self::release).
+    /// As [`release`](Self::release), and when `fill` panics. The units are released
+    /// all the same while that panic unwinds (with whatever `fill` wrote), so that the
+    /// releasers after this one do not wait for ever for their turn to publish.
     #[inline]
     pub fn release_with(&self, n: u64, fill: impl FnOnce(u64)) -> u64 {
         let () = SideOf::<B, D>::PRODUCES;

@@ -50,21 +50,28 @@ impl<B: Side> BusStopSource<B> {
     }
 
     /// Requests stop. Returns `true` if this call made the request: the first on its
-    /// side, with no request of the other side seen. (Two sides requesting at the same
-    /// moment may both get `true`: there is no word both could update.)
+    /// side, with no request of the other side seen before it. Of two requests made at
+    /// the same moment from the two sides, both may get `true` (there is no word both
+    /// could update), but never both `false`. Once any request has returned,
+    /// [`stop_requested`](Self::stop_requested) is `true` for its caller, and what the
+    /// caller wrote before it is visible to whoever sees the request.
     pub fn request_stop(&self) -> bool {
         let (claim, other) = match B::KIND {
             SideKind::Host => (&self.host_claim, SideKind::Gpu),
             SideKind::Gpu => (&self.gpu_claim, SideKind::Host),
         };
+        // Looked at before this side's store, with acquire: if each side saw the
+        // other's request, each side's load would have to follow the other's store,
+        // which follows that side's load — a cycle. So at most one side sees the other.
+        let other_seen = B::load_bus(self.requested.of(other), Ordering::Acquire) != 0;
         let first_here =
             B::compare_exchange_side(&claim.word, 0, 1, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok();
-        if !first_here {
-            return false;
-        }
+        // Every request stores, not only the first of its side: a later one must not
+        // return before the request is visible, and its caller's writes must be
+        // published too. Only this side writes the word, so storing 1 again is harmless.
         B::store_bus(self.requested.of(B::KIND), 1, Ordering::Release);
-        B::load_bus(self.requested.of(other), Ordering::Relaxed) == 0
+        first_here && !other_seen
     }
 
     /// Whether either side requested stop.
