@@ -11,7 +11,8 @@
 #   - sync-shared: unit tests and doc examples (every primitive's examples);
 #   - sync-host: unit tests and doc tests; scoped-sync: the crate-level doc example;
 #   - tests/{stop_token,barrier,latch}.rs whole, except their longest loops and the
-#     tests that spawn a child process (Miri cannot), and the short functional tests
+#     tests that spawn a child process (Miri cannot); tests/stop_callback_panic.rs but
+#     its child-process test; the short functional tests
 #     of tests/{semaphore,fair_semaphore}.rs (their stress loops take minutes under
 #     Miri and trip the tests' hang guards). Two of the fair semaphore's timed-out-waiter
 #     tests (head_waiter_times_out_before_a_later_one,
@@ -68,6 +69,7 @@ miri_test -p sync-host
 miri_test -p scoped-sync --doc
 
 integration stop_token --skip concurrent_drops --skip many_callbacks --skip publishes
+integration stop_callback_panic --skip two_panicking_callbacks_abort_the_process
 integration barrier --skip many_phases --skip panicking_completion
 integration latch --skip writes_before_count_down
 integration semaphore libcxx_ acquire_blocks_until_release acquire_stoppable \
