@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use scoped_sync::{Barrier, Latch, StopSource, Stopped, System};
 
 mod common;
-use common::{hang_guard, spin_until, Unsync};
+use common::{hang_guard, run_in_child, spin_until, Unsync};
 
 #[test]
 fn arrive_and_wait_many_phases() {
@@ -656,33 +656,12 @@ fn panicking_completion_aborts_instead_of_hanging() {
         });
         unreachable!("the process must abort before the phase completes");
     }
-    let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "panicking_completion_aborts_instead_of_hanging",
-            "--nocapture",
-        ])
-        .env(ABORT_CHILD, "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run the child test process");
-    // A regression would leave the child's other thread blocked for ever: give it a
-    // generous while, then kill it and fail.
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().expect("kill the hung child");
-            panic!("the child hung instead of aborting");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
-        .expect("read the child's stderr");
+    // A regression would leave the child's other thread blocked for ever: the helper
+    // kills it after a generous while and fails.
+    let (status, stderr) = run_in_child(
+        "panicking_completion_aborts_instead_of_hanging",
+        ABORT_CHILD,
+    );
     assert!(!status.success(), "the child must not succeed: {stderr}");
     assert!(
         stderr.contains("the completion function panicked"),

@@ -7,15 +7,14 @@
 
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::pin;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use scoped_sync::{stop_callback, StopCallback, StopSource};
 
 mod common;
-use common::{hang_guard, spin_until};
+use common::{hang_guard, run_in_child, spin_until};
 
 /// Runs `request_stop` and returns the panic's message, failing if it did not panic.
 fn request_stop_panics(source: &StopSource) -> String {
@@ -129,31 +128,10 @@ fn two_panicking_callbacks_abort_the_process() {
         let _ = panic::catch_unwind(AssertUnwindSafe(|| source.request_stop()));
         unreachable!("the process must abort at the second panicking callback");
     }
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "two_panicking_callbacks_abort_the_process",
-            "--nocapture",
-        ])
-        .env(TWO_PANICS_CHILD, "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the child test process");
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().expect("kill the hung child");
-            panic!("the child hung instead of aborting");
-        }
-        thread::sleep(Duration::from_millis(10));
-    };
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
-        .expect("read the child's stderr");
+    let (status, stderr) = run_in_child(
+        "two_panicking_callbacks_abort_the_process",
+        TWO_PANICS_CHILD,
+    );
     assert!(!status.success(), "the child must not succeed: {stderr}");
     #[cfg(unix)]
     {

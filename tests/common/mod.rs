@@ -151,3 +151,34 @@ pub fn sanitizer_panic_note() {
         }));
     });
 }
+
+/// Runs the test `test` of this test binary again in a child process with the
+/// environment variable `marker` set (the test then takes its child branch), and
+/// returns how the child ended and what it wrote to stderr. A child still running
+/// after 60 s is killed and fails the calling test: it hung.
+pub fn run_in_child(test: &str, marker: &str) -> (std::process::ExitStatus, String) {
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    let mut child = Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", test, "--nocapture"])
+        .env(marker, "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the child test process");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(60) {
+            child.kill().expect("kill the hung child");
+            panic!("the child {test} hung");
+        }
+        thread::sleep(Duration::from_millis(10));
+    };
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("read the child's stderr");
+    (status, stderr)
+}
