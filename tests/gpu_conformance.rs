@@ -379,12 +379,15 @@ fn barrier_without_completion_conformance_matrix() {
 }
 
 /// The barrier matrices' `Block`-scope barrier in block-shared memory (the hardware
-/// form, the `mbarrier`), with and without completion: the configuration of
-/// `barrier_conformance_matrix` that `racecheck` judges (the other shared-memory ones
-/// open each phase with the completing thread's release store, which racecheck counts
-/// as a plain write racing with the waiters' loads; `docs/sanitizers.md`).
+/// form, the `mbarrier`), with and without completion, with the barrier's form settled
+/// before the phases (the kernels' `check_barrier_settled`): member 0's first
+/// operation, which turns the fresh barrier into the `mbarrier`, is ordered before the
+/// others' by a block barrier. What `racecheck` judges of that configuration of the
+/// two barrier matrices, where the conversion races the first arrivals and racecheck
+/// reports its writes when the timing brings them close to another thread's loads
+/// (`docs/sanitizers.md`).
 #[test]
-fn barrier_in_block_shared_memory_with_and_without_completion() {
+fn barrier_in_block_shared_memory_with_its_form_settled_first() {
     let Some(gpu) = runtime() else { return };
     let shape = Shape::Blocks {
         blocks: BLOCK_TEAMS,
@@ -394,7 +397,7 @@ fn barrier_in_block_shared_memory_with_and_without_completion() {
     run_configurations(
         &gpu,
         "barrier",
-        vec![("conf_barrier_block_shared".to_owned(), shape)],
+        vec![("conf_barrier_settled_block_shared".to_owned(), shape)],
         |_| BARRIER_ROUNDS,
         |outcome| {
             let completions = outcome.counter(0);
@@ -406,7 +409,7 @@ fn barrier_in_block_shared_memory_with_and_without_completion() {
     run_configurations(
         &gpu,
         "plain_barrier",
-        vec![("conf_plain_barrier_block_shared".to_owned(), shape)],
+        vec![("conf_plain_barrier_settled_block_shared".to_owned(), shape)],
         |_| BARRIER_ROUNDS,
         |_| None,
     );
@@ -416,7 +419,7 @@ fn barrier_in_block_shared_memory_with_and_without_completion() {
 /// barrier in shared memory at `Device` and `System` scope and at `Cluster` scope with
 /// clusters of 2 and 4 (the portable form: arrivals and the reopening are
 /// read-modify-writes, waits are loads): with
-/// `barrier_in_block_shared_memory_with_and_without_completion`, what `racecheck`
+/// `barrier_in_block_shared_memory_with_its_form_settled_first`, what `racecheck`
 /// judges of that matrix. With clusters of 8 racecheck reports the other blocks'
 /// accesses to the barrier in rank 0's shared memory as made to "a block that might
 /// have already exited" (`docs/sanitizers.md`).
@@ -498,6 +501,28 @@ fn semaphore_conformance_matrix_and_stress() {
     // A smaller grid team: the stress is one contended word, and 8 blocks of 256
     // threads already make 2048 contenders.
     run_family(&gpu, "semaphore", 8, semaphore_rounds, semaphore_counts);
+}
+
+/// The semaphore configurations with the semaphores in shared memory, with the
+/// counter the mutex protects in global memory instead of beside them (the kernels'
+/// `check_semaphores_guarding_global`): what `racecheck` judges in place of
+/// `semaphore_conformance_matrix_and_stress`, whose shared-memory counter it reports
+/// because it does not model the order of an atomics-based acquire and release
+/// (`docs/sanitizers.md`). It runs everywhere, as the matrix does.
+#[test]
+fn semaphore_in_shared_memory_guarding_a_global_counter() {
+    let Some(gpu) = runtime() else { return };
+    let list = configurations("semaphore_global_guard", 0)
+        .into_iter()
+        .filter(|(name, _)| name.ends_with("_shared"))
+        .collect();
+    run_configurations(
+        &gpu,
+        "semaphore_global_guard",
+        list,
+        semaphore_rounds,
+        semaphore_counts,
+    );
 }
 
 /// Runs a block-team kernel with the matrix signature on `BLOCK_TEAMS` blocks.

@@ -742,13 +742,6 @@ fn meet<B: PhaseBarrier>(barrier: &B, ctx: &Ctx, meeting: Meeting, parity: bool)
             true
         }
         Meeting::WholeBlock => {
-            // Reconverge the warp first: since the last phase its lanes may have parted
-            // (a completion run by one lane, waits that returned at different times),
-            // and a block-wide reduction reached by a parted warp is what synccheck
-            // reports as "divergent thread(s) in block" (ptxas emulates it with
-            // `WARPSYNC.COLLECTIVE` around `BAR.RED`). Every lane of the warp is here:
-            // whole-block phases come before any member drops out.
-            warp::sync(u32::MAX);
             // The whole block must take the same path into the collective operation.
             if block_any(ctx.aborted()) {
                 return split_phase(barrier, ctx, 1, parity);
@@ -896,6 +889,41 @@ matrix! {
     conf_plain_barrier_system_global: System, grid_global;
 }
 
+/// [`check_barrier`] with the barrier's form settled before the phases begin: member
+/// 0's [`check_form`] (whose `uses_hardware` turns a fresh `Block`-scope barrier in
+/// shared memory into the `mbarrier`: `mbarrier.init`, then a release store of the
+/// form's marker, which every other operation loads with acquire) is ordered before
+/// every other member's first use by the block's hardware barrier (`bar.sync`), which
+/// racecheck models. In the matrix the conversion races the first arrivals, ordered by
+/// the marker's release and acquire alone, and racecheck reports the init and the
+/// store as plain writes racing with those loads when the timing brings them close
+/// (`docs/sanitizers.md`). The variant racecheck judges.
+fn check_barrier_settled<S: PtxScope>(barrier: &CheckedBarrier<S>, ctx: &Ctx) {
+    check_form(barrier, ctx, hardware_expected(barrier));
+    ctx.team.sync();
+    check_phases(barrier, ctx);
+}
+
+/// [`check_plain_barrier`] with the form settled first, as in
+/// [`check_barrier_settled`].
+fn check_plain_barrier_settled<S: PtxScope>(barrier: &PlainBarrier<S>, ctx: &Ctx) {
+    check_form(barrier, ctx, hardware_expected(barrier));
+    ctx.team.sync();
+    check_phases(barrier, ctx);
+}
+
+matrix! {
+    CheckedBarrier, new_barrier, check_barrier_settled,
+    "Barrier conformance in block-shared memory (the hardware form) with the form settled first (see `check_barrier_settled`; counter 0 ends at `rounds + 5`):":
+    conf_barrier_settled_block_shared: Block, block_shared;
+}
+
+matrix! {
+    PlainBarrier, new_plain_barrier, check_plain_barrier_settled,
+    "Barrier without completion in block-shared memory (the hardware form) with the form settled first (see `check_barrier_settled`):":
+    conf_plain_barrier_settled_block_shared: Block, block_shared;
+}
+
 /// Whether a matrix barrier must be in the hardware form: `Block` scope, in shared
 /// memory.
 fn hardware_expected<S: PtxScope, F: Completion>(barrier: &Barrier<S, Gpu, F>) -> bool {
@@ -940,9 +968,11 @@ pub unsafe extern "gpu-kernel" fn conf_generic_block_barrier_timeout(
     check_form(plain, &ctx, true);
     check_form(counted, &ctx, true);
     // Thread 0 turned both into the hardware form above; a block barrier orders that
-    // before every other thread's first arrival (the matrix checks a conversion racing
-    // the first arrivals). Without it, racecheck's target process once died with
-    // SIGSEGV on this kernel (docs/sanitizers.md).
+    // before every other thread's first arrival in a way racecheck models (the
+    // conversion's `mbarrier.init` and release store of the marker, against the other
+    // threads' loads of it, are otherwise ordered by that release and acquire alone,
+    // which racecheck does not model; see `check_barrier_settled`). The matrix checks
+    // a conversion racing the first arrivals.
     sync_block();
     timeout_then_complete(plain, &ctx);
     timeout_then_complete(counted, &ctx);
@@ -1203,6 +1233,27 @@ fn units_per_producer(rounds: u32) -> u32 {
 /// `try_acquire` succeed; `release(2)` then two untimed `acquire`s return; a binary
 /// semaphore refuses a release past its `MAX`.
 fn check_semaphores<S: PtxScope>(semaphores: &Semaphores<S>, ctx: &Ctx) {
+    check_semaphores_guarding(semaphores, ctx, semaphores.guarded.get());
+}
+
+/// [`check_semaphores`] with the mutex-protected counter in global memory (counter 0
+/// of the team) instead of beside the semaphores: the variant `racecheck` judges where
+/// the semaphores are in shared memory. racecheck tracks shared memory only and does
+/// not model the order that an atomics-based acquire and release give, so it reports
+/// the plain accesses to a shared-memory counter under the mutex as hazards; with the
+/// counter in global memory it judges every shared-memory access of the semaphores
+/// themselves, and the count still shows a broken exclusion (a lost update).
+fn check_semaphores_guarding_global<S: PtxScope>(semaphores: &Semaphores<S>, ctx: &Ctx) {
+    check_semaphores_guarding(semaphores, ctx, ctx.counter_ptr(0));
+}
+
+/// The semaphore checks of [`check_semaphores`], with the mutex-protected counter at
+/// `guarded` (a zeroed word that only this team uses).
+fn check_semaphores_guarding<S: PtxScope>(
+    semaphores: &Semaphores<S>,
+    ctx: &Ctx,
+    guarded: *mut u32,
+) {
     let team = ctx.team;
     let rounds = ctx.rounds;
 
@@ -1213,7 +1264,6 @@ fn check_semaphores<S: PtxScope>(semaphores: &Semaphores<S>, ctx: &Ctx) {
         }
         let before = <Gpu as Backend<S>>::fetch_add(&semaphores.inside, 1, Ordering::Relaxed);
         check!(ctx, before == 0);
-        let guarded = semaphores.guarded.get();
         // SAFETY: the mutex makes this thread the only one touching `guarded`; its
         // acquire/release order the previous holder's accesses before these.
         unsafe { guarded.write_volatile(guarded.read_volatile() + 1) };
@@ -1252,9 +1302,9 @@ fn check_semaphores<S: PtxScope>(semaphores: &Semaphores<S>, ctx: &Ctx) {
     check!(ctx, !semaphores.items.try_acquire());
     // SAFETY: every member is done with the mutex (the team barrier above ordered
     // their accesses before this read).
-    let guarded = unsafe { semaphores.guarded.get().read_volatile() };
-    check!(ctx, guarded == team.size * rounds);
-    device_store(ctx.counter(1), guarded);
+    let total = unsafe { guarded.read_volatile() };
+    check!(ctx, total == team.size * rounds);
+    device_store(ctx.counter(1), total);
 
     check!(ctx, semaphores.mutex.try_release(1).is_err());
     check!(ctx, semaphores.mutex.try_acquire());
@@ -1296,6 +1346,15 @@ matrix! {
     conf_semaphore_device_global: Device, grid_global;
     conf_semaphore_system_shared: System, block_shared;
     conf_semaphore_system_global: System, grid_global;
+}
+
+matrix! {
+    Semaphores, new_semaphores, check_semaphores_guarding_global,
+    "Semaphore conformance with the mutex-protected counter in global memory (see `check_semaphores_guarding_global`; counter 1 ends at team size × `rounds`):":
+    conf_semaphore_global_guard_block_shared: Block, block_shared;
+    conf_semaphore_global_guard_cluster_shared: Cluster, cluster_shared;
+    conf_semaphore_global_guard_device_shared: Device, block_shared;
+    conf_semaphore_global_guard_system_shared: System, block_shared;
 }
 
 // ---------------------------------------------------------------------------------
