@@ -119,7 +119,7 @@ pub fn under_compute_sanitizer() -> Option<String> {
 }
 
 /// Under compute-sanitizer, adds a note to every panic that reports a kernel trap
-/// (`CudaError::KernelTrapped`, "a kernel trapped"): the error's text names a broken
+/// (`CudaError::KernelTrapped`, "reports as a trap"): the error's text names a broken
 /// precondition or a scope misuse, but under a sanitizer the likelier cause is the
 /// tool itself, which ends a kernel in which it found an error (the driver then
 /// reports the same `CUDA_ERROR_LAUNCH_FAILED` as a trap) and leaves the context lost
@@ -139,10 +139,10 @@ pub fn sanitizer_panic_note() {
                 .map(String::as_str)
                 .or_else(|| info.payload().downcast_ref::<&str>().copied())
                 .unwrap_or("");
-            if payload.contains("a kernel trapped") || payload.contains("KernelTrapped") {
+            if payload.contains("reports as a trap") || payload.contains("KernelTrapped") {
                 eprintln!(
                     "note: this process runs under compute-sanitizer ({evidence}): the \
-                     \"kernel trapped\" above may be the sanitizer ending a kernel in \
+                     trap reported above may be the sanitizer ending a kernel in \
                      which it reported an error (see its report), not a trap of the \
                      kernel's own; after the first such error the CUDA context is lost \
                      and every later launch of this process fails the same way"

@@ -157,7 +157,7 @@ impl fmt::Display for CudaError {
             Self::Driver { operation, error } => write!(f, "{operation}: {error}"),
             Self::KernelTrapped { operation, error } => write!(
                 f,
-                "{operation}: a kernel trapped ({error}): a broken precondition on the device, or a scope misuse the checked kernels caught (they print which on standard output); the CUDA context is lost"
+                "{operation}: a kernel ended with a fault the driver reports as a trap ({error}): a broken precondition on the device, a scope misuse the checked kernels caught (they print which on standard output), or, under compute-sanitizer, the tool ending a kernel in which it reported an error; the CUDA context is lost"
             ),
             Self::Measurement(what) => write!(f, "measurement invalid: {what}"),
             Self::GridTooLarge { requested, max } => write!(
