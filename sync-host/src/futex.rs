@@ -64,13 +64,14 @@ const FUTEX2_SIZE_U32: u32 = 0x02;
 /// `FUTEX2_PRIVATE`: keyed by address within this process, like FUTEX_PRIVATE_FLAG.
 const FUTEX2_PRIVATE: u32 = 128;
 
-/// Set once FUTEX_WAITV answered ENOSYS (a kernel before 5.16, or a sandbox that
-/// filters the call): later sleeps do not ask again.
+/// Set once FUTEX_WAITV failed other than by a value, a timeout or a signal (ENOSYS
+/// on a kernel before 5.16, EPERM from a sandbox that filters the call): later sleeps
+/// do not ask again.
 static NO_FUTEX_WAITV: AtomicBool = AtomicBool::new(false);
 
 /// Sleeps while `*word == expected` and `*other == other_expected`, at most `timeout`;
-/// a FUTEX_WAKE of either word ends it. Returns `false` at once if the kernel has no
-/// FUTEX_WAITV (then nothing slept), `true` otherwise (on wake-up, value change,
+/// a FUTEX_WAKE of either word ends it. Returns `false` at once if FUTEX_WAITV cannot
+/// be used here (then nothing slept), `true` otherwise (on wake-up, value change,
 /// timeout, signal or spuriously).
 pub(crate) fn wait_either(
     word: &Word,
@@ -125,11 +126,21 @@ pub(crate) fn wait_either(
             libc::CLOCK_MONOTONIC,
         )
     };
-    if result < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
-        NO_FUTEX_WAITV.store(true, Ordering::Relaxed);
-        return false;
+    if result >= 0 {
+        return true;
     }
-    true
+    match std::io::Error::last_os_error().raw_os_error() {
+        // A word differed, the time ran out, or a signal came: the sleep happened as
+        // asked (or needed not happen).
+        Some(libc::EAGAIN | libc::ETIMEDOUT | libc::EINTR) => true,
+        // No FUTEX_WAITV here (ENOSYS: before Linux 5.16; EPERM or another error: a
+        // sandbox's filter, say). Returning `true` would make the caller's wait spin
+        // on a sleep that never sleeps: fall back for good instead.
+        _ => {
+            NO_FUTEX_WAITV.store(true, Ordering::Relaxed);
+            false
+        }
+    }
 }
 
 /// Test hook: makes [`wait_either`] answer as on a kernel without FUTEX_WAITV (or
