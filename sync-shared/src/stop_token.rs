@@ -108,6 +108,11 @@ struct Node {
 /// is running on another thread at that moment, the drop waits until it returns; if it
 /// is running on this thread (the callback drops itself), the drop returns at once.
 ///
+/// On the GPU, the callback must sit where the thread that requests stop can reach it:
+/// in global memory (or, for a source used by one block only, shared memory). A GPU
+/// thread's stack is local memory, private to that thread, so a callback pinned there
+/// works only if the same thread requests stop.
+///
 /// Counterpart: `std::stop_callback` (which registers on construction; Rust needs the
 /// pin first).
 ///
