@@ -170,9 +170,11 @@ impl From<CudaError> for StreamMemOpError {
 }
 
 /// The byte offset of a [`HandoffSemaphore`](crate::HandoffSemaphore)'s published
-/// count: its first field (`#[repr(C)]`), a 64-bit word alone on its cache line. A test
-/// below finds the word by its behaviour, so a reordering of the fields fails there.
-const RELEASED_WORD_OFFSET: u64 = 0;
+/// count within the object (the same on both sides: the layout is `#[repr(C)]`).
+fn released_word_offset<D: Direction>(semaphore: &crate::HandoffSemaphore<D>) -> u64 {
+    let word = std::ptr::from_ref(semaphore.released_word()) as usize;
+    (word - std::ptr::from_ref(semaphore) as usize) as u64
+}
 
 const WIDE_OPS: &str = "CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS";
 const NOR: &str = "CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR";
@@ -461,7 +463,7 @@ impl Stream {
                 address: semaphore.device_address(),
             });
         }
-        let address = semaphore.device_address() + RELEASED_WORD_OFFSET;
+        let address = semaphore.device_address() + released_word_offset(semaphore);
         // SAFETY: the semaphore's published count, in mapped memory whose owner's drop
         // waits for the context's work (this wait included) before freeing it.
         unsafe { self.wait_value64(address, count, WaitCondition::Geq) }
@@ -575,13 +577,15 @@ mod tests {
         // published word only: the word at the offset must follow the releases.
         let semaphore = HandoffSemaphore::<HostToGpu>::new(0);
         let base = std::ptr::from_ref(&semaphore).cast::<u8>();
-        // SAFETY: the offset is inside the object, 8-byte aligned, and the words there
-        // are atomics (loads only).
-        let word = unsafe {
-            &*base
-                .add(RELEASED_WORD_OFFSET as usize)
-                .cast::<std::sync::atomic::AtomicU64>()
-        };
+        let offset = released_word_offset(&semaphore) as usize;
+        assert_eq!(offset % 8, 0, "an aligned 64-bit word");
+        assert!(
+            offset + 8 <= std::mem::size_of_val(&semaphore),
+            "inside the object"
+        );
+        // SAFETY: the offset is inside the object, 8-byte aligned (checked above), and
+        // the words there are atomics (loads only).
+        let word = unsafe { &*base.add(offset).cast::<std::sync::atomic::AtomicU64>() };
         let mut producer = semaphore.producer().unwrap();
         for released in 1..=3 {
             producer.release(1);

@@ -155,6 +155,13 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
         }
     }
 
+    /// The bus word holding the published count of [`released`](Self::released), for
+    /// readers that are no thread: a stream gated on the count
+    /// (`sync_host::cuda::Stream::wait_released`) reads it at this word's address.
+    pub fn released_word(&self) -> &super::BusWord {
+        &self.released.word
+    }
+
     /// Units released so far (cumulative, including the initial count), as published.
     /// Either side may ask.
     pub fn released(&self) -> u64 {
