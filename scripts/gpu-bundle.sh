@@ -145,7 +145,8 @@ cat > "$out/sanitize.sh" <<'RUN'
 # The runner tells the tests which tool runs them (SCOPED_SYNC_SANITIZER: under any
 # tool the conformance kernels' timed waits get 60 s instead of 2 s; under racecheck
 # the stress tests of gpu_conformance run a fiftieth of their phases and a 64th of
-# their acquisitions) and asks for fewer instances per litmus case
+# their acquisitions; under synccheck the barrier matrices meet with arrive_and_wait
+# where they would meet with a whole-block arrival) and asks for fewer instances per litmus case
 # (SCOPED_SYNC_LITMUS_INSTANCES: 1e5, 1e4 under racecheck), as a sanitizer slows
 # kernels a hundredfold and racecheck contended atomics far more.
 #

@@ -18,7 +18,14 @@ use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernel
 /// the same constants as in `kernels/src/conformance.rs`.
 const OBJECT_BYTES: usize = 64;
 const COUNTER_WORDS: usize = 4;
-const REPORT_WORDS: usize = 5;
+const REPORT_WORDS: usize = 6;
+/// `report[5]` bit (the kernels' `NO_WHOLE_BLOCK_MEETINGS`): the barrier matrices meet
+/// with `arrive_and_wait` instead of a whole-block arrival. Set under synccheck, which
+/// reports that meeting's block barrier when some warps of a block reach it split and
+/// others not: the non-aligned barrier allows it, and ptxas leaves the warps of these
+/// kernels split after their divergent phases (`docs/sanitizers.md`). The whole-block
+/// arrival is judged by synccheck in `gpu_convergence` and in the latch matrix.
+const NO_WHOLE_BLOCK_MEETINGS: u32 = 1;
 /// The patience of the kernels' timed waits under compute-sanitizer, in milliseconds
 /// (`report[4]`; elsewhere 0, the kernels' own 2 s): a tool slows kernels a
 /// hundredfold, and under memcheck the semaphore stress starved threads past 2 s
@@ -225,16 +232,22 @@ fn run_matrix_kernel(
     })
 }
 
-/// The initial report of a matrix kernel: zero counts, and the patience of its timed
+/// The initial report of a matrix kernel: zero counts, the patience of its timed
 /// waits (`report[4]`): [`SANITIZER_PATIENCE_MS`] under compute-sanitizer, else 0 (the
-/// kernels' own).
+/// kernels' own), and the options (`report[5]`): [`NO_WHOLE_BLOCK_MEETINGS`] under
+/// synccheck.
 fn report_words() -> [u32; REPORT_WORDS] {
     let patience = if common::under_compute_sanitizer().is_some() {
         SANITIZER_PATIENCE_MS
     } else {
         0
     };
-    [0, 0, 0, 0, patience]
+    let options = if common::sanitizer_tool().as_deref() == Some("synccheck") {
+        NO_WHOLE_BLOCK_MEETINGS
+    } else {
+        0
+    };
+    [0, 0, 0, 0, patience, options]
 }
 
 /// Every configuration of matrix family `family` (`barrier`, `latch`, `semaphore`):

@@ -74,7 +74,12 @@ const OBJECT_BYTES: usize = 64;
 /// Words of `counters` per team (the host allocates the same).
 const COUNTER_WORDS: usize = 4;
 /// Words of `report` (the host allocates the same).
-const REPORT_WORDS: usize = 5;
+const REPORT_WORDS: usize = 6;
+/// `report[5]` bit: the barrier matrices meet with `arrive_and_wait` where they would
+/// meet with a whole-block arrival ([`Meeting::WholeBlock`]). The host sets it under
+/// compute-sanitizer's synccheck, which reports that meeting's block barrier when some
+/// warps of the block reach it split and others not (`docs/sanitizers.md`).
+const NO_WHOLE_BLOCK_MEETINGS: u32 = 1;
 /// Largest block the cluster-barrier kernel supports (its shared buffer's length).
 const CLUSTER_BLOCK_MAX: usize = 256;
 
@@ -83,8 +88,9 @@ const CLUSTER_BLOCK_MAX: usize = 256;
 
 /// `report[0]`: failed checks; `[1]`: timed-out waits; `[2]`: the line (in this file)
 /// of the first failed check; `[3]`: the line of the first timeout; `[4]`, written by
-/// the host: the patience of the timed waits in milliseconds (0: [`PATIENCE`]). Global
-/// memory, updated with device-scope atomics.
+/// the host: the patience of the timed waits in milliseconds (0: [`PATIENCE`]); `[5]`,
+/// written by the host: options ([`NO_WHOLE_BLOCK_MEETINGS`]). Global memory, updated
+/// with device-scope atomics.
 #[derive(Clone, Copy)]
 struct Report(*mut u32);
 
@@ -133,6 +139,11 @@ impl Report {
             0 => PATIENCE,
             millis => Duration::from_millis(u64::from(millis)),
         }
+    }
+
+    /// Whether the barrier matrices may meet with a whole-block arrival.
+    fn whole_block_meetings(self) -> bool {
+        device_load(self.word(5)) & NO_WHOLE_BLOCK_MEETINGS == 0
     }
 }
 
@@ -188,6 +199,8 @@ fn device_store(word: &Word, value: u32) {
 /// `__syncthreads_or`). Collective: every thread of the block calls it. Used so that a
 /// whole block takes the same path into a collective operation.
 fn block_any(predicate: bool) -> bool {
+    // EXPERIMENT: reconverge the warp first.
+    warp::sync(u32::MAX);
     let any: u32;
     // SAFETY: a block barrier with a reduction over register values; touches no memory
     // (its memory effect is ordering only).
@@ -650,9 +663,10 @@ enum Meeting {
     WholeBlock,
 }
 
-/// The schedule: phases before the drop cycle through every way of meeting; from the
-/// drop phase on, `Split` and `AndWait` alternate.
-fn meeting(phase: u32, drop_phase: u32) -> Meeting {
+/// The schedule: phases before the drop cycle through every way of meeting (the
+/// whole-block one only if `whole_block`, else `AndWait` in its place); from the drop
+/// phase on, `Split` and `AndWait` alternate.
+fn meeting(phase: u32, drop_phase: u32, whole_block: bool) -> Meeting {
     if phase >= drop_phase {
         return if phase % 2 == 0 {
             Meeting::AndWait
@@ -663,7 +677,7 @@ fn meeting(phase: u32, drop_phase: u32) -> Meeting {
     match phase % 4 {
         1 if phase == 1 => Meeting::Split,
         1 => Meeting::Pairs,
-        2 if phase % 8 == 6 => Meeting::WholeBlock,
+        2 if phase % 8 == 6 && whole_block => Meeting::WholeBlock,
         2 => Meeting::AndWait,
         3 => Meeting::Split,
         0 if phase % 8 == 4 => Meeting::AndWaitParity,
@@ -777,7 +791,8 @@ fn check_phases<B: PhaseBarrier>(barrier: &B, ctx: &Ctx) {
         }
         // Phases alternate parity; the first one's is `false`.
         let parity = phase % 2 == 0;
-        if !meet(barrier, ctx, meeting(phase, drop_phase), parity) {
+        let meeting = meeting(phase, drop_phase, ctx.report.whole_block_meetings());
+        if !meet(barrier, ctx, meeting, parity) {
             ctx.timed_out(line!());
             continue;
         }

@@ -17,6 +17,7 @@ sync_device::panic_handler!();
 
 mod bus;
 mod conformance;
+mod convergence;
 mod costs;
 mod device_checks;
 mod fair_semaphore;
