@@ -249,7 +249,7 @@ run_exe() {
         # Whether the test ran and passed by its own account: libtest's count, or
         # gpu_device_checks' closing line.
         ran=0
-        if grep -aqE "skipped: no CUDA driver" "$log"; then
+        if grep -aqE "skipped: (no CUDA driver|fewer than two GPUs)" "$log"; then
             ran=-1
         elif grep -aq "Target application returned an error" "$log"; then
             ran=0
@@ -262,7 +262,7 @@ run_exe() {
             why="timed out after ${limit} s"
         elif [[ $ran -eq -1 ]]; then
             verdict=not-run
-            why="no CUDA driver"
+            why="$(grep -aoE -m1 "skipped: (no CUDA driver|fewer than two GPUs)" "$log")"
         elif [[ "$expect" == clean ]]; then
             if [[ $code -eq 0 && $ran -eq 1 ]]; then
                 verdict=passed

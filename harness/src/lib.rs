@@ -43,6 +43,14 @@ impl Gpu {
         Ok(Self { module })
     }
 
+    /// Opens GPU `ordinal` (whatever [`DEVICE_VARIABLE`] says) with the kernels in the
+    /// build [`EmbeddedModule::default_build`] picks: for tests that use several GPUs.
+    pub fn open_ordinal(ordinal: usize) -> Result<Self, CudaError> {
+        let runtime = Runtime::open(ordinal)?;
+        let module = runtime.load(&KERNELS)?;
+        Ok(Self { module })
+    }
+
     /// As [`open`](Self::open), with the given build of the kernels.
     pub fn open_build(build: KernelBuild) -> Result<Self, CudaError> {
         let runtime = Runtime::open(device_ordinal())?;

@@ -125,6 +125,22 @@ pub enum PlacementError {
         /// The device attribute that says so (it is 0 here).
         attribute: &'static str,
     },
+    /// A GPU's kernels cannot use another GPU's memory as the object needs: the driver's
+    /// peer-to-peer attribute `attribute` from `user` to `owner` is 0
+    /// (`CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`: no access at all;
+    /// `..._NATIVE_ATOMIC_SUPPORTED`: `user`'s atomics there are not atomic with the
+    /// owner's, which an object that read-modify-writes from every party needs). See
+    /// [`Runtime::place_for_peers`](super::Runtime::place_for_peers).
+    PeerAttribute {
+        /// The object's type.
+        object: &'static str,
+        /// The GPU whose kernels would use the memory.
+        user: usize,
+        /// The GPU the memory belongs to.
+        owner: usize,
+        /// The peer attribute that is 0.
+        attribute: &'static str,
+    },
     /// A driver call failed.
     Cuda(CudaError),
 }
@@ -143,6 +159,18 @@ impl fmt::Display for PlacementError {
                  object (HandoffSemaphore, HandoffChannel, BusLatch, BusBarrier, BusStopSource) or managed \
                  memory"
             ),
+            PlacementError::PeerAttribute {
+                object,
+                user,
+                owner,
+                attribute,
+            } => write!(
+                f,
+                "{object} in the memory of GPU {owner} cannot be used by kernels on GPU \
+                 {user}: {attribute} = 0 from GPU {user} to GPU {owner}; keep the object \
+                 in memory every party reaches with native atomics, or use one object per \
+                 GPU"
+            ),
             PlacementError::Cuda(error) => error.fmt(f),
         }
     }
@@ -152,7 +180,7 @@ impl std::error::Error for PlacementError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             PlacementError::Cuda(error) => Some(error),
-            PlacementError::NotAtomic { .. } => None,
+            PlacementError::NotAtomic { .. } | PlacementError::PeerAttribute { .. } => None,
         }
     }
 }

@@ -1,0 +1,87 @@
+//! Kernels of `tests/gpu_peer.rs`: `System`-scope objects in one GPU's memory that
+//! kernels on two GPUs use at once (peer access, `Runtime::place_for_peers`).
+
+use core::time::Duration;
+
+use sync_device::{global_thread_index, Gpu};
+use sync_shared::{Backend, Barrier, Device, Latch, Ordering, System, Word};
+
+/// How long a thread waits for the other GPU before it counts a failure and leaves
+/// (a dead peer must end the test, not hang it).
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// Every thread counts the latch down once and waits (timed) for it to open, then adds
+/// 1 to `opened` (device memory of this GPU); a wait that ran out adds 1 to `failures`.
+///
+/// # Safety
+///
+/// `latch` points to a live `Latch<System>` every thread of this launch and of the
+/// other GPU's launch counts down once; `opened` and `failures` to live words.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn peer_latch_count_down_and_wait(
+    latch: *const Latch<System, Gpu>,
+    opened: *mut u32,
+    failures: *mut u32,
+) {
+    // SAFETY: the caller's contract.
+    let (latch, opened, failures) =
+        unsafe { (&*latch, Word::from_ptr(opened), Word::from_ptr(failures)) };
+    latch.count_down(1);
+    let word = if latch.try_wait_for(PATIENCE) {
+        opened
+    } else {
+        failures
+    };
+    <Gpu as Backend<Device>>::fetch_add(word, 1, Ordering::Relaxed);
+}
+
+/// `phases` phases of a `System`-scope barrier whose members are the threads of this
+/// launch (members `first .. first + threads`) and of the other GPU's. In phase `p`
+/// every member writes `p` to its slot of buffer `p % 2` (`slots`: two buffers of
+/// `members` words, in peer memory both GPUs reach), arrives and waits; then it reads
+/// the slot of the member half the team away, which sits on the other GPU when both
+/// launches are the same size, and counts a failure in `failures` (this GPU's memory)
+/// unless it holds `p` (a write before the barrier on one GPU must be seen after it on
+/// the other). A phase not complete within 10 s counts a failure and ends the kernel.
+///
+/// # Safety
+///
+/// `barrier` points to a live `Barrier<System>` expecting `members` arrivals per
+/// phase, all of them threads of the two launches; `slots` to `2 · members` words;
+/// `failures` to a live word; `first` plus this launch's thread count at most `members`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn peer_barrier_phases(
+    barrier: *const Barrier<System, Gpu>,
+    slots: *mut u32,
+    members: u32,
+    first: u32,
+    phases: u32,
+    failures: *mut u32,
+) {
+    // SAFETY: the caller's contract.
+    let (barrier, failures) = unsafe { (&*barrier, Word::from_ptr(failures)) };
+    let me = first + global_thread_index();
+    let partner = (me + members / 2) % members;
+    for phase in 1..=phases {
+        let buffer = (phase % 2 * members) as usize;
+        // SAFETY: `buffer + me < 2 · members`, within `slots`.
+        let (mine, theirs) = unsafe {
+            (
+                Word::from_ptr(slots.add(buffer + me as usize)),
+                Word::from_ptr(slots.add(buffer + partner as usize)),
+            )
+        };
+        <Gpu as Backend<System>>::store(mine, phase, Ordering::Relaxed);
+        let token = barrier.arrive(1);
+        if !barrier.try_wait_for(&token, PATIENCE) {
+            <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
+            return;
+        }
+        // The barrier's release and acquire at `System` scope order the partner's
+        // store before this load; the next write of that slot needs this thread's
+        // arrival in the phase after next.
+        if <Gpu as Backend<System>>::load(theirs, Ordering::Relaxed) != phase {
+            <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! `System`-scope objects in one GPU's memory used by kernels on two GPUs at once
+//! (`Runtime::place_for_peers`; kernels in `kernels/src/peer.rs`).
+//!
+//! They need two GPUs: on a machine without a CUDA driver every test prints "skipped:
+//! no CUDA driver" and passes, with one GPU "skipped: fewer than two GPUs". The
+//! refusal of a link without native peer atomics is also tested without GPUs
+//! (`sync-host/src/cuda/peer.rs`, forced through `PeerLink::admits`).
+//!
+//! Each GPU's kernel is launched from a thread of its own, so the kernels meet in both
+//! of the bundle's modes (with `CUDA_LAUNCH_BLOCKING=1` a launch returns only when its
+//! kernel ends).
+
+mod common;
+
+use common::hang_guard;
+use harness::Gpu;
+use scoped_sync::cuda::{KernelParams, LaunchOptions, PeerLink, PlacementError};
+use scoped_sync::{Barrier, Latch};
+
+/// GPUs 0 and 1 with the project's kernels, or `None` after saying why the test is
+/// skipped.
+fn two_gpus() -> Option<(Gpu, Gpu)> {
+    let first = common::gpu_runtime()?;
+    if scoped_sync::cuda::Runtime::device_count().unwrap() < 2 {
+        eprintln!("skipped: fewer than two GPUs");
+        return None;
+    }
+    let second = Gpu::open_ordinal(1).unwrap();
+    let first = if first.ordinal() == 0 {
+        first
+    } else {
+        Gpu::open_ordinal(0).unwrap()
+    };
+    Some((first, second))
+}
+
+/// Launches `name` on each GPU with its parameters, each from a thread of its own, and
+/// waits for both kernels.
+///
+/// # Safety
+///
+/// Each `KernelParams` matches `name`'s signature, and what it points to outlives the
+/// kernels.
+unsafe fn launch_on_both(
+    gpus: [&Gpu; 2],
+    name: &str,
+    shape: (u32, u32),
+    params: [KernelParams; 2],
+) {
+    std::thread::scope(|s| {
+        for (gpu, params) in gpus.into_iter().zip(params) {
+            s.spawn(move || {
+                let kernel = gpu.kernel(name).unwrap();
+                let stream = gpu.default_stream();
+                // SAFETY: the caller's contract.
+                unsafe {
+                    kernel.launch_ex(&stream, shape.0, shape.1, LaunchOptions::default(), params)
+                }
+                .unwrap();
+                stream.synchronize().unwrap();
+            });
+        }
+    });
+}
+
+#[test]
+fn placement_follows_the_peer_attributes_of_every_pair() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    for (user, owner) in [(&gpu0, &gpu1), (&gpu1, &gpu0)] {
+        let link: PeerLink = user.peer_link(owner).unwrap();
+        eprintln!("{link:?}");
+        let placed = owner.place_for_peers(&Latch::new(1), &[user]);
+        match (link.admits("Latch<System>", true), placed) {
+            (Ok(()), Ok(memory)) => {
+                assert_eq!(memory.owner(), owner.ordinal());
+                assert_eq!(memory.len_bytes(), std::mem::size_of::<Latch>());
+                assert_eq!(memory.read_words().unwrap(), [1], "the latch's count");
+            }
+            (
+                Err(PlacementError::PeerAttribute { attribute, .. }),
+                Err(PlacementError::PeerAttribute {
+                    attribute: refused, ..
+                }),
+            ) => assert_eq!(attribute, refused),
+            (expected, placed) => panic!("{link:?}: expected {expected:?}, placed {placed:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_latch_in_one_gpus_memory_opens_for_kernels_on_both() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    let (blocks, threads) = (4_u32, 64_u32);
+    let per_gpu = blocks * threads;
+    let latch = match gpu1.place_for_peers(&Latch::new(2 * per_gpu), &[&gpu0]) {
+        Err(PlacementError::PeerAttribute { attribute, .. }) => {
+            eprintln!("skipped: {attribute} = 0 from GPU 0 to GPU 1");
+            return;
+        }
+        placed => placed.unwrap(),
+    };
+    let counts = [gpu0.zeros::<u32>(2).unwrap(), gpu1.zeros::<u32>(2).unwrap()];
+    let params = [0, 1].map(|i| {
+        let gpu = [&gpu0, &gpu1][i];
+        let address = gpu.address(&counts[i]);
+        KernelParams::new()
+            .pointer(latch.device_address())
+            .pointer(address)
+            .pointer(address + 4)
+    });
+    hang_guard("latch across two GPUs", 60, || {
+        // SAFETY: (latch, opened, failures) pointers, as `peer_latch_count_down_and_wait`
+        // takes; the latch expects both launches' threads; everything outlives them.
+        unsafe {
+            launch_on_both(
+                [&gpu0, &gpu1],
+                "peer_latch_count_down_and_wait",
+                (blocks, threads),
+                params,
+            )
+        };
+    });
+    for (gpu, count) in [(&gpu0, &counts[0]), (&gpu1, &counts[1])] {
+        assert_eq!(
+            gpu.download(count).unwrap(),
+            [per_gpu, 0],
+            "GPU {}: (opened, timed out)",
+            gpu.ordinal()
+        );
+    }
+    assert_eq!(latch.read_words().unwrap(), [0], "counted down to zero");
+}
+
+#[test]
+fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    let (blocks, threads, phases) = (2_u32, 64_u32, 100_000_u32);
+    let per_gpu = blocks * threads;
+    let members = 2 * per_gpu;
+    let barrier = match gpu0.place_for_peers(&Barrier::new(members), &[&gpu1]) {
+        Err(PlacementError::PeerAttribute { attribute, .. }) => {
+            eprintln!("skipped: {attribute} = 0 from GPU 1 to GPU 0");
+            return;
+        }
+        placed => placed.unwrap(),
+    };
+    let slots = gpu0
+        .zeros_for_peers(2 * members as usize, &[&gpu1])
+        .unwrap();
+    let failures = [gpu0.zeros::<u32>(1).unwrap(), gpu1.zeros::<u32>(1).unwrap()];
+    let params = [0, 1].map(|i| {
+        KernelParams::new()
+            .pointer(barrier.device_address())
+            .pointer(slots.device_address())
+            .u32(members)
+            .u32(i as u32 * per_gpu)
+            .u32(phases)
+            .pointer([&gpu0, &gpu1][i].address(&failures[i]))
+    });
+    hang_guard("barrier across two GPUs", 300, || {
+        // SAFETY: the parameters of `peer_barrier_phases`: the barrier expects both
+        // launches' threads (`members`), `slots` holds `2 · members` words, GPU 0's
+        // members are `0 .. per_gpu` and GPU 1's the rest; everything outlives them.
+        unsafe {
+            launch_on_both(
+                [&gpu0, &gpu1],
+                "peer_barrier_phases",
+                (blocks, threads),
+                params,
+            )
+        };
+    });
+    for (gpu, failures) in [(&gpu0, &failures[0]), (&gpu1, &failures[1])] {
+        assert_eq!(
+            gpu.download(failures).unwrap(),
+            [0],
+            "GPU {}: stale partner slots or timed-out phases",
+            gpu.ordinal()
+        );
+    }
+}
