@@ -1416,13 +1416,14 @@ pub unsafe extern "gpu-kernel" fn conf_shared_barrier_timeout(
     timeout_then_complete(barrier, &ctx);
 }
 
-/// Counts completions in a global word (for the hardware barriers' completions).
-struct CountInto(*mut u32);
+/// Counts completions in a global word (for the hardware barriers' completions, and
+/// the generic barrier's in `convergence`).
+pub(crate) struct CountInto(pub(crate) *mut u32);
 
 impl Completion for CountInto {
     fn on_phase_complete(&mut self) {
         // SAFETY: a live global word, written only by the one thread that runs the
-        // completion, between two hardware barriers.
+        // completion; the barrier orders successive runs.
         unsafe { self.0.write_volatile(self.0.read_volatile() + 1) };
     }
 }

@@ -8,18 +8,9 @@ use core::time::Duration;
 
 use sync_device::warp::active_lanes;
 use sync_device::{block_size, shared, sync_block, thread_in_block, Gpu, WholeBlock};
-use sync_shared::{Barrier, Block, Completion, Latch};
+use sync_shared::{Barrier, Block, Latch};
 
-/// A completion that counts its runs in a global word.
-struct CountRuns(*mut u32);
-
-impl Completion for CountRuns {
-    fn on_phase_complete(&mut self) {
-        // SAFETY: a live global word, written only by the thread that runs the
-        // completion; the barrier orders successive runs.
-        unsafe { self.0.write_volatile(self.0.read_volatile() + 1) };
-    }
-}
+use crate::conformance::CountInto;
 
 /// One block: `rounds` times, the block meets at a block barrier, runs operation
 /// `operation` (0 to 7, see the match; `tests/gpu_convergence.rs` names them in the
@@ -41,13 +32,13 @@ pub unsafe extern "gpu-kernel" fn convergence_after_operation(
         unsafe { out.add(block_size() as usize) }
     };
     let plain = shared!(CONVERGENCE_PLAIN: Barrier<Block, Gpu>);
-    let counted = shared!(CONVERGENCE_COUNTED: Barrier<Block, Gpu, CountRuns>);
+    let counted = shared!(CONVERGENCE_COUNTED: Barrier<Block, Gpu, CountInto>);
     let latch = shared!(CONVERGENCE_LATCH: Latch<Block, Gpu>);
     // SAFETY: every thread of the block runs each once.
     let (plain, counted, latch) = unsafe {
         (
             plain.init_block(Barrier::new(block_size())),
-            counted.init_block(Barrier::with_completion(block_size(), CountRuns(runs))),
+            counted.init_block(Barrier::with_completion(block_size(), CountInto(runs))),
             latch.init_block(Latch::new(block_size())),
         )
     };
