@@ -333,6 +333,20 @@ const WAIT_UNDER_A_SANITIZER: [&str; 2] = [
     "cuStreamSynchronize, legacy default stream",
 ];
 
+/// `cuMemAllocAsync` of [`BYTES`] on `stream`, then `cuMemFreeAsync` of it there.
+fn alloc_and_free_async(stream: sys::CUstream) -> Result<(), String> {
+    let mut pointer = 0;
+    // SAFETY: an out-pointer to a local; `stream` is live (or the legacy default
+    // stream); the allocation is freed once, on it.
+    unsafe {
+        check(
+            sys::cuMemAllocAsync(&mut pointer, BYTES, stream),
+            "cuMemAllocAsync",
+        )?;
+        check(sys::cuMemFreeAsync(pointer, stream), "cuMemFreeAsync")
+    }
+}
+
 /// Every call the test makes. The order groups them as the docs' table does.
 fn calls<'s>(stock: &'s Stock<'_>) -> Vec<Call<'s>> {
     let mut calls: Vec<Call<'s>> = Vec::new();
@@ -374,35 +388,13 @@ fn calls<'s>(stock: &'s Stock<'_>) -> Vec<Call<'s>> {
         "cuMemAllocAsync + cuMemFreeAsync, another stream",
         Returns,
         Returns,
-        Box::new(|| {
-            let mut pointer = 0;
-            let stream = stock.other_raw();
-            // SAFETY: an out-pointer to a local; a live stream; freed once on it.
-            unsafe {
-                check(
-                    sys::cuMemAllocAsync(&mut pointer, BYTES, stream),
-                    "cuMemAllocAsync",
-                )?;
-                check(sys::cuMemFreeAsync(pointer, stream), "cuMemFreeAsync")
-            }
-        }),
+        Box::new(|| alloc_and_free_async(stock.other_raw())),
     );
     add(
         "cuMemAllocAsync + cuMemFreeAsync, legacy default stream",
         Returns,
         Returns,
-        Box::new(|| {
-            let mut pointer = 0;
-            let stream = std::ptr::null_mut();
-            // SAFETY: as above, on the legacy default stream.
-            unsafe {
-                check(
-                    sys::cuMemAllocAsync(&mut pointer, BYTES, stream),
-                    "cuMemAllocAsync",
-                )?;
-                check(sys::cuMemFreeAsync(pointer, stream), "cuMemFreeAsync")
-            }
-        }),
+        Box::new(|| alloc_and_free_async(std::ptr::null_mut())),
     );
     add(
         "cuMemAllocManaged",
