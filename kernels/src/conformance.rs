@@ -199,8 +199,6 @@ fn device_store(word: &Word, value: u32) {
 /// `__syncthreads_or`). Collective: every thread of the block calls it. Used so that a
 /// whole block takes the same path into a collective operation.
 fn block_any(predicate: bool) -> bool {
-    // EXPERIMENT: reconverge the warp first.
-    warp::sync(u32::MAX);
     let any: u32;
     // SAFETY: a block barrier with a reduction over register values; touches no memory
     // (its memory effect is ordering only).
