@@ -250,15 +250,24 @@ impl Runtime {
             return Ok(());
         }
         self.peer_link(owner)?.admits("peer memory", false)?;
+        Ok(self.grant_peer_access(owner)?)
+    }
+
+    /// `cuCtxEnablePeerAccess` from this context to `owner`'s, once the caller has
+    /// checked the link.
+    fn grant_peer_access(&self, owner: &Runtime) -> Result<(), CudaError> {
+        if self.ordinal() == owner.ordinal() {
+            return Ok(());
+        }
         self.bind()?;
         // SAFETY: the owner's context is alive (held by `owner`); flags must be 0.
         match unsafe { sys::cuCtxEnablePeerAccess(owner.context.cu_ctx(), 0) } {
             sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED => {
                 Ok(())
             }
-            error => Err(
-                CudaError::driver("enable peer access")(cudarc::driver::DriverError(error)).into(),
-            ),
+            error => Err(CudaError::driver("enable peer access")(
+                cudarc::driver::DriverError(error),
+            )),
         }
     }
 
@@ -318,8 +327,9 @@ impl Runtime {
         for user in users {
             user.peer_link(self)?.admits(object, rmw_from_every_party)?;
         }
+        // Every link checked above, before anything changes.
         for user in users {
-            user.enable_peer_access(self)?;
+            user.grant_peer_access(self)?;
         }
         self.bind()?;
         let mut device: sys::CUdeviceptr = 0;
