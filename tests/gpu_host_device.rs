@@ -304,9 +304,6 @@ const BESIDE_A_STREAM_WAIT: &[(&str, Behaviour, Behaviour)] = &[
 /// What docs/host-device.md says `call` does beside `blocker` in this process's launch
 /// and loading mode.
 fn documented(call: &Call<'_>, blocker: Blocker, serialized: bool) -> Behaviour {
-    if common::under_compute_sanitizer().is_some() && WAIT_UNDER_A_SANITIZER.contains(&call.name) {
-        return Waits;
-    }
     let eager = std::env::var("CUDA_MODULE_LOADING").is_ok_and(|mode| mode == "EAGER");
     let (default_mode, serialized_mode) = BESIDE_A_STREAM_WAIT
         .iter()
@@ -323,15 +320,6 @@ fn documented(call: &Call<'_>, blocker: Blocker, serialized: bool) -> Behaviour 
         default_mode
     }
 }
-
-/// Calls that wait for the blocker under compute-sanitizer although they return
-/// elsewhere: the tools run one kernel at a time, so a kernel launched on another
-/// stream beside the waiting one runs only after it, and synchronizing with that
-/// stream waits (measured under memcheck on an H100; docs/host-device.md).
-const WAIT_UNDER_A_SANITIZER: [&str; 2] = [
-    "cuStreamSynchronize, another stream, after a launch",
-    "cuStreamSynchronize, legacy default stream",
-];
 
 /// `cuMemAllocAsync` of [`BYTES`] on `stream`, then `cuMemFreeAsync` of it there.
 fn alloc_and_free_async(stream: sys::CUstream) -> Result<(), String> {
@@ -916,6 +904,7 @@ fn calls_beside(gpu: &Gpu, blocker: Blocker) {
     let calls = calls(&stock);
     let outcomes = classify(gpu, &calls, blocker);
     let serialized = serialized();
+    let tool = common::under_compute_sanitizer();
     let mut wrong = Vec::new();
     eprintln!(
         "{:<75} {:>12}  beside {blocker:?}{}",
@@ -938,7 +927,12 @@ fn calls_beside(gpu: &Gpu, blocker: Blocker) {
             call.name,
             took.as_secs_f64() * 1e3
         );
-        if outcome.behaviour() != documented {
+        // Under compute-sanitizer a call may wait that returns without it: the tools
+        // run one kernel at a time and hold some calls (initcheck: allocations and
+        // copies too) until the waiting kernel ends. Every call must still return
+        // once the kernel is released, and one documented to wait must wait.
+        let held_by_the_tool = tool.is_some() && documented == Returns;
+        if outcome.behaviour() != documented && !held_by_the_tool {
             wrong.push(format!(
                 "{}: {outcome:?}, documented {documented:?}",
                 call.name
@@ -974,6 +968,13 @@ fn no_driver_call_deadlocks_while_a_stream_waits_on_a_host_to_gpu_semaphore() {
     });
 }
 
+/// The placements whose flag the driver sets, by a copy or a stream write on another
+/// stream. Under compute-sanitizer they run but are not judged: racecheck held both
+/// until the waiting kernel ended, initcheck the stream write (on an H100, both waits
+/// ran out of patience; memcheck and synccheck passed them; docs/sanitizers.md).
+const DRIVER_SET: [FlagPlacement; 2] =
+    [FlagPlacement::DeviceCopy, FlagPlacement::DeviceStreamWrite];
+
 #[test]
 fn a_host_set_flag_reaches_a_waiting_kernel_in_every_placement() {
     let Some((gpu, _turn)) = runtime() else {
@@ -1003,7 +1004,17 @@ fn a_host_set_flag_reaches_a_waiting_kernel_in_every_placement() {
                 Err(error) => eprintln!("{}: not seen: {error}", placement.name()),
             }
             if let Err(error) = result {
-                wrong.push(format!("{}: {error}", placement.name()));
+                let tool = common::under_compute_sanitizer();
+                if let (Some(evidence), true) = (&tool, DRIVER_SET.contains(&placement)) {
+                    eprintln!(
+                        "{}: not judged under compute-sanitizer ({evidence}: a tool may \
+                         hold a copy or stream write on another stream until the waiting \
+                         kernel ends)",
+                        placement.name()
+                    );
+                } else {
+                    wrong.push(format!("{}: {error}", placement.name()));
+                }
             }
         }
         assert!(
@@ -1319,6 +1330,12 @@ fn stream_memory_operations_take_plain_device_memory_and_refuse_pool_memory() {
     // SAFETY: four words of the live allocation.
     let result = unsafe { sys::cuMemsetD32_v2(plain, 0, 4) };
     check(result, "cuMemsetD32").unwrap();
+    // The memset returns before it lands (device memory) and runs on the legacy
+    // stream, which a non-blocking stream does not wait for: the stream writes could
+    // land first and be overwritten.
+    // SAFETY: the context is current on this thread (bound above).
+    let result = unsafe { sys::cuCtxSynchronize() };
+    check(result, "cuCtxSynchronize").unwrap();
     // SAFETY: live device words (16 bytes) that nothing else uses; both waits are
     // satisfied at once (GEQ 0), and the stream is synchronized below.
     unsafe {
