@@ -164,6 +164,7 @@ jobs="${SANITIZE_JOBS:-1}"
 limit="${SANITIZE_TIMEOUT:-1800}"
 only="${SANITIZE_ONLY:-}"
 logs="${SANITIZE_LOGS:-sanitize-logs}"
+whole_skip='(^|[.]{3} )skipped: '
 
 # What TOOL must make of EXE's TEST: `clean` (nothing reported, the test passes),
 # `flag PATTERN` (the tool reports an error whose report holds PATTERN, and the test
@@ -249,7 +250,9 @@ run_exe() {
         # Whether the test ran and passed by its own account: libtest's count, or
         # gpu_device_checks' closing line.
         ran=0
-        if grep -aqE "skipped: (no CUDA driver|fewer than two GPUs)" "$log"; then
+        # A whole-test skip (tests/common/mod.rs `skip`): at the start of a line, or
+        # after libtest's "test NAME ... " (a partial skip reads "PART skipped").
+        if grep -aqE "$whole_skip" "$log"; then
             ran=-1
         elif grep -aq "Target application returned an error" "$log"; then
             ran=0
@@ -262,7 +265,7 @@ run_exe() {
             why="timed out after ${limit} s"
         elif [[ $ran -eq -1 ]]; then
             verdict=not-run
-            why="$(grep -aoE -m1 "skipped: (no CUDA driver|fewer than two GPUs)" "$log")"
+            why="$(grep -aoE -m1 "$whole_skip.*" "$log" | sed 's/^.*skipped: /skipped: /')"
         elif [[ "$expect" == clean ]]; then
             if [[ $code -eq 0 && $ran -eq 1 ]]; then
                 verdict=passed

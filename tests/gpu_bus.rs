@@ -308,7 +308,7 @@ fn bus_latch_opens_after_host_and_gpu_count_downs() {
 fn managed_latch_opens_after_host_and_gpu_count_downs() {
     let Some(gpu) = runtime() else { return };
     if !gpu.concurrent_managed_access().unwrap() {
-        eprintln!("skipped: no concurrentManagedAccess");
+        common::skip("no concurrentManagedAccess");
         return;
     }
     let shape = (2_u32, 32_u32, 3_u32);
@@ -407,7 +407,7 @@ fn bus_barrier_shows_each_side_the_others_writes_every_phase() {
 fn managed_barrier_shows_each_side_the_others_writes_every_phase() {
     let Some(gpu) = runtime() else { return };
     if !gpu.concurrent_managed_access().unwrap() {
-        eprintln!("skipped: no concurrentManagedAccess");
+        common::skip("no concurrentManagedAccess");
         return;
     }
     // Fewer phases: every access of a managed word from the other side migrates its

@@ -22,7 +22,7 @@ use scoped_sync::{Barrier, Latch};
 fn two_gpus() -> Option<(Gpu, Gpu)> {
     let first = common::gpu_runtime()?;
     if scoped_sync::cuda::Runtime::device_count().unwrap() < 2 {
-        eprintln!("skipped: fewer than two GPUs");
+        common::skip("fewer than two GPUs");
         return None;
     }
     let second = Gpu::open_ordinal(1).unwrap();
@@ -98,7 +98,7 @@ fn a_latch_in_one_gpus_memory_opens_for_kernels_on_both() {
     let per_gpu = blocks * threads;
     let latch = match gpu1.place_for_peers(&Latch::new(2 * per_gpu), &[&gpu0]) {
         Err(PlacementError::PeerAttribute { attribute, .. }) => {
-            eprintln!("skipped: {attribute} = 0 from GPU 0 to GPU 1");
+            common::skip(&format!("{attribute} = 0 from GPU 0 to GPU 1"));
             return;
         }
         placed => placed.unwrap(),
@@ -145,7 +145,7 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
     let members = 2 * per_gpu;
     let barrier = match gpu0.place_for_peers(&Barrier::new(members), &[&gpu1]) {
         Err(PlacementError::PeerAttribute { attribute, .. }) => {
-            eprintln!("skipped: {attribute} = 0 from GPU 1 to GPU 0");
+            common::skip(&format!("{attribute} = 0 from GPU 1 to GPU 0"));
             return;
         }
         placed => placed.unwrap(),

@@ -31,16 +31,23 @@ pub fn hang_guard<R>(name: &str, secs: u64, f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// The GPU, or `None` after printing "skipped: no CUDA driver" (straight to stderr:
-/// libtest would hide a `println!` of a passing test); any other failure to open it
-/// fails the test. Under compute-sanitizer it also installs [`sanitizer_panic_note`].
-pub fn gpu_runtime() -> Option<harness::Gpu> {
+/// Prints "skipped: `reason`" straight to stderr, where libtest does not hide it
+/// (it captures the `eprintln!` of a passing test), and where `sanitize.sh` looks
+/// for it to count the test as not run. The caller returns from the test.
+pub fn skip(reason: &str) {
     use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {reason}");
+}
+
+/// The GPU, or `None` after printing "skipped: no CUDA driver" ([`skip`]); any other
+/// failure to open it fails the test. Under compute-sanitizer it also installs
+/// [`sanitizer_panic_note`].
+pub fn gpu_runtime() -> Option<harness::Gpu> {
     sanitizer_panic_note();
     match harness::Gpu::open() {
         Ok(runtime) => Some(runtime),
         Err(scoped_sync::cuda::CudaError::NoDriver) => {
-            let _ = writeln!(std::io::stderr(), "skipped: no CUDA driver");
+            skip("no CUDA driver");
             None
         }
         Err(other) => panic!("cannot open the GPU: {other}"),
