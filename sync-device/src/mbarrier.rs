@@ -58,6 +58,21 @@ pub(crate) unsafe fn init(object: u32, expected: u32) {
 #[inline(always)]
 pub(crate) unsafe fn arrive(object: u32, count: u32) -> u64 {
     let state: u64;
+    if count == 1 {
+        // The form without a count: ptxas emits the arrival with its count in the
+        // instruction (`SYNCS.ARRIVE…A1T0`) instead of in a register (`…ART0`),
+        // which cost 37 ns per phase of a 1024-thread block on an H100.
+        // SAFETY: per the contract.
+        unsafe {
+            asm!(
+                "mbarrier.arrive.shared::cta.b64 {s}, [{o}];",
+                s = out(reg64) state,
+                o = in(reg32) object,
+                options(nostack),
+            )
+        };
+        return state;
+    }
     // SAFETY: per the contract.
     unsafe {
         asm!(
@@ -158,7 +173,13 @@ pub struct Mbarrier<S>(PhantomData<S>);
 // `mbarrier` instruction of the same meaning (arrive releases and a completed wait
 // acquires at block scope; phases start at parity 0).
 unsafe impl<S: Scope> HardwareBarrier for Mbarrier<S> {
-    const MAX_EXPECTED: u32 = MAX_EXPECTED;
+    // Zero at the other scopes, where it is never available: a barrier there is
+    // portable for good, and knows it at compile time.
+    const MAX_EXPECTED: u32 = if S::LEVEL == Block::LEVEL {
+        MAX_EXPECTED
+    } else {
+        0
+    };
 
     #[inline(always)]
     fn available(object: *const u64) -> bool {
