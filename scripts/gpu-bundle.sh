@@ -23,6 +23,8 @@
 #                                         # its grid barrier with the project's)
 #   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
 #                                         # the file)
+#   python3 DIR/mbarrier-loop.py          # what Barrier<Block> pays per phase over the
+#                                         # bare mbarrier loop (needs nvcc and cupy)
 #
 # The runner runs every test, and the persistent-kernel example, twice: as is, and
 # serialized under CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 (the check of
@@ -69,6 +71,7 @@ strip "$out/scoped-sync" "$out/persistent_kernel" "$out/user-kernels-example"
 cp scripts/gpu-compare.sh "$out/compare.sh"
 cp scripts/gpu-placement.py "$out/placement.py"
 cp scripts/gpu-mapped-line.cu "$out/mapped-line.cu"
+cp scripts/gpu-mbarrier-loop.py "$out/mbarrier-loop.py"
 # The PTX the binaries embed, for placement.py (which loads it beside the anchor's) and
 # for the example's `bench` (which loads it beside its own module).
 cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
