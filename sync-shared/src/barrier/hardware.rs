@@ -377,6 +377,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// arrival to the wait, but before any retry, so that a broken precondition
     /// traps instead of waiting for a phase that may never complete.
     #[inline(always)]
+    #[track_caller]
     pub(super) fn arrive_and_wait_in_hardware(&self) {
         let object = self.hardware.get();
         // SAFETY: the caller saw the hardware form.
