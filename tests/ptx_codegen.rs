@@ -352,7 +352,8 @@ fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
 
 /// The generic barrier's fast paths, as the cost kernels use them: at device scope an
 /// arrival is one release add (no compare-and-swap loop) and the expected count is
-/// read through the SM's cache. A `Block`-scope barrier in shared memory that is
+/// read through the SM's cache, by a lone arriving thread (a block's leader) right
+/// after its add, before anything waits for the add's reply. A `Block`-scope barrier in shared memory that is
 /// already an `mbarrier` takes, inline, one acquire load of its marker, the arrival
 /// without a count operand, the count check and the wait; the address-space test, the
 /// conversion and the portable path are out of line (in the caller's loop they cost
@@ -368,6 +369,20 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         }
         assert!(!body.contains(".cas."), "{kernel}: a compare-and-swap");
     }
+    let instructions: Vec<&str> = entries["cost_device_barrier_block"]
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("//"))
+        .collect();
+    let add = instructions
+        .iter()
+        .position(|line| line.starts_with("atom.release.gpu.add.u32"))
+        .expect("cost_device_barrier_block: no arrival");
+    assert!(
+        instructions[add + 1].starts_with("ld.relaxed.cta.u32"),
+        "cost_device_barrier_block: the leader's read of the expected count does not follow its add: {:?}",
+        &instructions[add..add + 3]
+    );
     let body = entries["cost_generic_block_barrier"];
     for wanted in [
         "ld.acquire.cta.u32",

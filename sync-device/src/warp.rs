@@ -134,6 +134,11 @@ pub fn group_on(object: *const (), n: u32) -> (u32, u32) {
 #[inline(always)]
 pub fn group_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
     let active = active_lanes();
+    if active & active.wrapping_sub(1) == 0 {
+        // A lone lane (a block's leader arriving for its block): nothing to group, and
+        // the shuffles and votes below would only delay its atomic.
+        return Some((active, n, 0));
+    }
     let group = lanes_with_same(active, object as u64);
     let size = group.count_ones();
     let below = group & lanes_below();

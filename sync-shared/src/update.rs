@@ -1,6 +1,6 @@
 //! The compare-and-swap loop every read-modify-write with a condition uses.
 
-use crate::backend::{Backend, Word};
+use crate::backend::{Backend, Combined, Word};
 use crate::primitive::Ordering;
 use crate::scope::Scope;
 
@@ -70,6 +70,20 @@ pub(crate) fn combined_add<S: Scope, B: Backend<S>, E>(
     })
 }
 
+/// [`combined_add`] for a `group` the caller formed with [`Backend::combine`] on
+/// `word` and `n` (to treat a thread alone differently).
+#[inline(always)]
+pub(crate) fn combined_add_in<S: Scope, B: Backend<S>, E>(
+    group: Combined,
+    n: u32,
+    unit: u32,
+    apply: impl Fn(u32) -> Result<u32, E>,
+) -> Result<u32, E> {
+    combined_in::<S, B, E>(group, n, apply, |previous, before| {
+        previous.wrapping_add(before.wrapping_mul(unit))
+    })
+}
+
 /// The grouping both directions share: `member(previous, before)` is the value a member
 /// whose group-mates before it took `before` would have replaced.
 #[inline(always)]
@@ -79,7 +93,17 @@ fn combined<S: Scope, B: Backend<S>, E>(
     apply: impl Fn(u32) -> Result<u32, E>,
     member: impl Fn(u32, u32) -> u32,
 ) -> Result<u32, E> {
-    let group = B::combine(word, n);
+    combined_in::<S, B, E>(B::combine(word, n), n, apply, member)
+}
+
+/// [`combined`] for a group already formed.
+#[inline(always)]
+fn combined_in<S: Scope, B: Backend<S>, E>(
+    group: Combined,
+    n: u32,
+    apply: impl Fn(u32) -> Result<u32, E>,
+    member: impl Fn(u32, u32) -> u32,
+) -> Result<u32, E> {
     if group.is_alone() {
         return apply(n);
     }

@@ -19,10 +19,12 @@
 //! phase) and ends at the start of the next. Bit 30 (count ≥ 2²⁸) tells an open phase
 //! from one whose reopening is pending, which bounds `max()` at 2²⁸ − 1.
 //!
-//! The reopening needs `e`. Each arrival reads the expected word right after its add
+//! The reopening needs `e`. Each arrival reads the expected word after its add
 //! (through [`Backend::load_cached`]: on the GPU from the SM's own cache, off the
-//! contended line; before the add, the read would hold the add's release back), so the
-//! completing thread reopens as soon as its add returns. That read is only trusted
+//! contended line; before the add, the read would hold the add's release back). A
+//! thread arriving alone (a block's leader) issues the read right behind the add, so
+//! both round trips overlap and the completing thread reopens as soon as its add
+//! returns; the lanes of a combined group read once the leader's reply is shared. That read is only trusted
 //! while no thread has ever dropped out: a drop lowers the expected word, then sets the
 //! sticky bit in its (release) arrival, and a completing thread that sees the bit takes
 //! an acquire fence and reads the word again.
