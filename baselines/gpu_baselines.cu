@@ -1,5 +1,5 @@
 // The CUDA C++ peers of scoped-sync's GPU primitives: __syncthreads, libcu++'s
-// cuda::barrier (block and device scope), cuda::counting_semaphore and scoped
+// cuda::barrier (block scope with and without a completion, device scope), cuda::counting_semaphore and scoped
 // cuda::atomic_ref / atomic_thread_fence, cooperative groups' grid sync, a raw
 // host<->device spin on mapped memory, and an empty launch + synchronize.
 //
@@ -114,6 +114,31 @@ __global__ void baseline_syncthreads(int iterations, unsigned *sink) {
 __global__ void baseline_block_barrier(int iterations, unsigned *sink) {
     __shared__ cuda::barrier<cuda::thread_scope_block> barrier;
     if (threadIdx.x == 0) init(&barrier, blockDim.x);
+    __syncthreads();
+    unsigned acc = 0;
+    for (int i = 0; i < iterations; ++i) {
+        acc += threadIdx.x ^ i;
+        barrier.arrive_and_wait();
+    }
+    if (acc == NEVER) *sink = acc;
+}
+
+// The completion of baseline_block_barrier_completion, as scoped-sync's cost kernel has
+// it: one thread per phase adds one to the sink word.
+struct CountPhases {
+    unsigned *sink;
+    __device__ void operator()() noexcept {
+        volatile unsigned *word = sink;
+        *word = *word + 1;
+    }
+};
+
+// libcu++ keeps a barrier with a completion function in its portable form (atomics on
+// the object), even in __shared__ memory: only barrier<block> without one becomes the
+// hardware mbarrier.
+__global__ void baseline_block_barrier_completion(int iterations, unsigned *sink) {
+    __shared__ cuda::barrier<cuda::thread_scope_block, CountPhases> barrier;
+    if (threadIdx.x == 0) init(&barrier, blockDim.x, CountPhases{sink});
     __syncthreads();
     unsigned acc = 0;
     for (int i = 0; i < iterations; ++i) {
@@ -306,6 +331,9 @@ int main() {
         ms = best_ms([&] { baseline_block_barrier<<<sms, threads>>>(block_iterations, sink); });
         std::printf("block  %-24s grid=%d x %4d : %8.1f ns/barrier\n", "cuda::barrier<block>", sms,
                     threads, ns_each(ms, block_iterations));
+        ms = best_ms([&] { baseline_block_barrier_completion<<<sms, threads>>>(block_iterations, sink); });
+        std::printf("block  %-24s grid=%d x %4d : %8.1f ns/barrier\n", "cuda::barrier<block> completion",
+                    sms, threads, ns_each(ms, block_iterations));
     }
 
     int grid_iterations = 5000;

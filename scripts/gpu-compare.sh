@@ -35,7 +35,9 @@ PRIMITIVES = {
         ("block", "shared_barrier", "arrive_and_wait", None, 0.8),
         ("block", "shared_barrier", "arrive_and_wait_parity", None, None),
         ("block", "barrier", "arrive_and_wait", "shared_memory", 1.0),
-        ("block", "barrier", "arrive_and_wait", "shared_memory_completion", None),
+    ]),
+    "cuda::barrier<block> completion": ("libcudacxx", [
+        ("block", "barrier", "arrive_and_wait", "shared_memory_completion", 1.0),
     ]),
     "cg::grid.sync()": ("cooperative_groups", [("device", "grid", "sync", None, 0.9)]),
     "cuda::barrier<device> leader": ("libcudacxx", [("device", "barrier", "block_arrive_and_wait", None, 1.0)]),
