@@ -61,6 +61,18 @@ __device__ void latch_rounds(Latch *latches, ptrdiff_t count, bool rebuilds, int
     if (acc == NEVER) *sink = acc;
 }
 
+// The cost kernels' loop around a barrier's arrive_and_wait: the accumulator keeps it
+// alive.
+template <class Barrier>
+__device__ void barrier_rounds(Barrier &barrier, int iterations, unsigned *sink) {
+    unsigned acc = 0;
+    for (int i = 0; i < iterations; ++i) {
+        acc += threadIdx.x ^ i;
+        barrier.arrive_and_wait();
+    }
+    if (acc == NEVER) *sink = acc;
+}
+
 // Thread `player` 0 releases `ping` and acquires `pong`, player 32 the other way round.
 template <class Semaphore>
 __device__ void ping_pong(Semaphore &ping, Semaphore &pong, unsigned player, int round_trips) {
@@ -115,12 +127,7 @@ __global__ void baseline_block_barrier(int iterations, unsigned *sink) {
     __shared__ cuda::barrier<cuda::thread_scope_block> barrier;
     if (threadIdx.x == 0) init(&barrier, blockDim.x);
     __syncthreads();
-    unsigned acc = 0;
-    for (int i = 0; i < iterations; ++i) {
-        acc += threadIdx.x ^ i;
-        barrier.arrive_and_wait();
-    }
-    if (acc == NEVER) *sink = acc;
+    barrier_rounds(barrier, iterations, sink);
 }
 
 // The completion of baseline_block_barrier_completion, as scoped-sync's cost kernel has
@@ -140,12 +147,7 @@ __global__ void baseline_block_barrier_completion(int iterations, unsigned *sink
     __shared__ cuda::barrier<cuda::thread_scope_block, CountPhases> barrier;
     if (threadIdx.x == 0) init(&barrier, blockDim.x, CountPhases{sink});
     __syncthreads();
-    unsigned acc = 0;
-    for (int i = 0; i < iterations; ++i) {
-        acc += threadIdx.x ^ i;
-        barrier.arrive_and_wait();
-    }
-    if (acc == NEVER) *sink = acc;
+    barrier_rounds(barrier, iterations, sink);
 }
 
 __global__ void baseline_grid_sync(int iterations, unsigned *sink) {

@@ -65,9 +65,7 @@ pub(crate) fn combined_add<S: Scope, B: Backend<S>, E>(
     unit: u32,
     apply: impl Fn(u32) -> Result<u32, E>,
 ) -> Result<u32, E> {
-    combined::<S, B, E>(word, n, apply, |previous, before| {
-        previous.wrapping_add(before.wrapping_mul(unit))
-    })
+    combined_add_in::<S, B, E>(B::combine(word, n), n, unit, apply)
 }
 
 /// [`combined_add`] for a `group` the caller formed with [`Backend::combine`] on
