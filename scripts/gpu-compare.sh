@@ -40,6 +40,7 @@ PRIMITIVES = {
         ("block", "barrier", "arrive_and_wait", "shared_memory_completion", 1.0),
     ]),
     "cg::grid.sync()": ("cooperative_groups", [("device", "grid", "sync", None, 0.9)]),
+    "cg::grid.sync() 16/SM": ("cooperative_groups", [("device", "grid", "sync", "sixteen_blocks_per_sm", 0.8)]),
     "cuda::barrier<device> leader": ("libcudacxx", [("device", "barrier", "block_arrive_and_wait", None, 1.0)]),
     "cuda::barrier<device> all-threads": ("libcudacxx", [("device", "barrier", "arrive_and_wait", None, 1.0)]),
     "cuda::latch<block>": ("libcudacxx", [("block", "latch", "arrive_and_wait", "shared_memory", 1.0)]),

@@ -17,6 +17,8 @@ pub enum Launch {
     Plain,
     /// `(Grid, iterations, sink)`, cooperative, on `SMs × block` threads.
     Grid,
+    /// As [`Grid`](Launch::Grid), on [`CROWDED_BLOCKS_PER_SM`] blocks per SM.
+    CrowdedGrid,
     /// `(barrier, iterations, sink)`; a fresh device barrier expecting every thread.
     DeviceBarrier,
     /// `(two semaphores, iterations)` on 2 × 32 threads.
@@ -26,6 +28,11 @@ pub enum Launch {
     /// `(iterations, sink)` on one block.
     OneBlock,
 }
+
+/// Blocks per SM of a [`Launch::CrowdedGrid`]: with 128 threads each, the most an sm_90
+/// SM holds at once (2048 threads), so every arrival of the largest co-resident grid
+/// queues at the grid barrier's one counter.
+pub const CROWDED_BLOCKS_PER_SM: u32 = 16;
 
 /// One measured workload, with the anchor's launch shapes and iteration count.
 #[derive(Debug)]
@@ -51,7 +58,7 @@ pub struct Workload {
 }
 
 /// Every device primitive the report and the benches time.
-pub const WORKLOADS: [Workload; 13] = [
+pub const WORKLOADS: [Workload; 14] = [
     Workload {
         kernel: "cost_block_barrier",
         scope: "block",
@@ -133,6 +140,16 @@ pub const WORKLOADS: [Workload; 13] = [
         iterations: 5_000,
     },
     Workload {
+        kernel: "cost_grid_sync",
+        scope: "device",
+        primitive: "grid",
+        op: "sync",
+        variant: Some("sixteen_blocks_per_sm"),
+        launch: Launch::CrowdedGrid,
+        blocks: &[128],
+        iterations: 5_000,
+    },
+    Workload {
         kernel: "cost_device_barrier_block",
         scope: "device",
         primitive: "barrier",
@@ -185,12 +202,13 @@ pub const WORKLOADS: [Workload; 13] = [
 ];
 
 impl Workload {
-    /// Blocks in the launch on a GPU of `sms` multiprocessors: one per SM, or the two
-    /// of a ping-pong.
+    /// Blocks in the launch on a GPU of `sms` multiprocessors: one per SM (or
+    /// [`CROWDED_BLOCKS_PER_SM`]), or the two of a ping-pong.
     pub fn grid(&self, sms: u32) -> u32 {
         match self.launch {
             Launch::PingPong => 2,
             Launch::OneBlock => 1,
+            Launch::CrowdedGrid => CROWDED_BLOCKS_PER_SM * sms,
             _ => sms,
         }
     }
@@ -227,7 +245,7 @@ fn time_launch(
             })
         })?,
         // SAFETY: `cost_grid_sync` takes (Grid, u32, u32 pointer).
-        Launch::Grid => runtime.gpu_time(|| unsafe {
+        Launch::Grid | Launch::CrowdedGrid => runtime.gpu_time(|| unsafe {
             kernel.launch_grid(grid, block, |args| {
                 args.arg(&iterations).arg(&sink);
             })
