@@ -24,10 +24,10 @@
 //! contended line; before the add, the read would hold the add's release back). A
 //! thread arriving alone (a block's leader) issues the read right behind the add, so
 //! both round trips overlap and the completing thread reopens as soon as its add
-//! returns; the lanes of a combined group read once the leader's reply is shared. That read is only trusted
-//! while no thread has ever dropped out: a drop lowers the expected word, then sets the
-//! sticky bit in its (release) arrival, and a completing thread that sees the bit takes
-//! an acquire fence and reads the word again.
+//! returns; the lanes of a combined group read once the leader's reply is shared.
+//! That read is only trusted while no thread has ever dropped out: a drop lowers the
+//! expected word, then sets the sticky bit in its (release) arrival, and a completing
+//! thread that sees the bit takes an acquire fence and reads the word again.
 //!
 //! With a completion function a phase expects one arrival more, reserved for the
 //! completing thread: the arrival that leaves only the reserved one runs the

@@ -15,6 +15,9 @@ use crate::scope::Scope;
 use crate::update::{combined_add, combined_add_in, update};
 use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
+/// The operation an unchecked arrival's panics name.
+const ARRIVE: &str = "Barrier::arrive";
+
 #[cfg(not(loom))]
 /// Longest sleep of a checked arrival that waits for a phase to take arrivals: the
 /// thread that makes it may be one that cannot wake this one (a GPU thread).
@@ -72,10 +75,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     #[inline]
     pub(super) fn arrive_unchecked(&self, n: u32) -> Result<ArrivalToken, UsageError> {
         if n == 0 {
-            return Err(UsageError::new(
-                "Barrier::arrive",
-                UsageErrorKind::ZeroArrival,
-            ));
+            return Err(UsageError::new(ARRIVE, UsageErrorKind::ZeroArrival));
         }
         let group = B::combine(&self.state, n);
         let (before, guess) = if group.is_alone() {
@@ -112,14 +112,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     fn add_arrivals(&self, total: u32) -> u32 {
         if total > EXPECTED {
             // More than any phase takes (and more than the count field holds).
-            let remaining = self.remaining(B::load(&self.state, Ordering::Relaxed));
-            violated(UsageError::new(
-                "Barrier::arrive",
-                UsageErrorKind::ArrivalExceedsRemaining {
-                    n: total,
-                    remaining,
-                },
-            ));
+            too_many_arrivals(
+                total,
+                self.remaining(B::load(&self.state, Ordering::Relaxed)),
+            );
         }
         B::fetch_add(&self.state, total * UNIT, Ordering::Release)
     }
@@ -130,13 +126,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     fn check_arrivals(&self, before: u32, total: u32) {
         let remaining = self.remaining(before);
         if before & OPEN != 0 && total > remaining {
-            violated(UsageError::new(
-                "Barrier::arrive",
-                UsageErrorKind::ArrivalExceedsRemaining {
-                    n: total,
-                    remaining,
-                },
-            ));
+            too_many_arrivals(total, remaining);
         }
     }
 
@@ -415,4 +405,14 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             }
         }
     }
+}
+
+/// The panic of an unchecked arrival of `n` when the phase had `remaining` left.
+#[cold]
+#[inline(never)]
+fn too_many_arrivals(n: u32, remaining: u32) -> ! {
+    violated(UsageError::new(
+        ARRIVE,
+        UsageErrorKind::ArrivalExceedsRemaining { n, remaining },
+    ))
 }
