@@ -13,6 +13,7 @@ mod common;
 
 use harness::Gpu;
 use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernelArg};
+use scoped_sync::layout::grid;
 
 /// Bytes of `objects` per team, words of `counters` per team, and words of `report`:
 /// the same constants as in `kernels/src/conformance.rs`.
@@ -618,14 +619,11 @@ fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
     }
 }
 
-#[test]
-fn grid_sync_10000_phases_at_maximum_occupancy() {
-    let Some(gpu) = runtime() else { return };
+/// Runs `conf_grid_sync` for `phases` phases on `blocks` blocks of `block` threads and
+/// checks that every thread ran every phase.
+fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: u32, phases: u32) {
     let kernel = gpu.kernel("conf_grid_sync").unwrap();
-    let block = 128_u32;
-    let blocks = kernel.max_coresident_blocks(block).unwrap();
     let threads = (blocks * block) as usize;
-    let phases = stress_phases(10_000);
     let slots = gpu.zeros::<u32>(2 * threads).unwrap();
     let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
     // SAFETY: (Grid, u32 pointer, u32, u32 pointer) is the kernel's signature; `slots`
@@ -650,8 +648,39 @@ fn grid_sync_10000_phases_at_maximum_occupancy() {
     };
     assert!(
         last.iter().all(|&slot| slot == phases) && before.iter().all(|&slot| slot == phases - 1),
-        "every thread ran every phase"
+        "{blocks} blocks × {block}: every thread ran every phase"
     );
+}
+
+#[test]
+fn grid_sync_10000_phases_at_maximum_occupancy() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("conf_grid_sync").unwrap();
+    let block = 128_u32;
+    let blocks = kernel.max_coresident_blocks(block).unwrap();
+    grid_sync_phases(&gpu, blocks, block, stress_phases(10_000));
+}
+
+#[test]
+fn grid_sync_on_both_sides_of_the_two_level_form() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("conf_grid_sync").unwrap();
+    let block = 128_u32;
+    let max = kernel.max_coresident_blocks(block).unwrap();
+    let from = grid::GRID_TWO_LEVEL_FROM;
+    // The largest one-level grid, the smallest two-level one, and one whose last group
+    // is a single block.
+    let sizes = [from - 1, from, from + 1];
+    let fitting: Vec<u32> = sizes.into_iter().filter(|&blocks| blocks <= max).collect();
+    if fitting.len() < sizes.len() {
+        progress(format_args!(
+            "grid sizes {sizes:?}: {max} blocks of {block} fit, running {fitting:?}"
+        ));
+    }
+    for blocks in fitting {
+        assert_eq!(grid::groups(blocks) == 0, blocks < from);
+        grid_sync_phases(&gpu, blocks, block, stress_phases(2_000));
+    }
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! [`Grid`]: the grid-wide barrier of a cooperative launch.
 
+use sync_shared::layout::grid::{
+    group_counter_line, group_release_line, groups, GRID_GROUP_BLOCKS, GRID_LINE_WORDS,
+};
 use sync_shared::{Device, Ordering};
 
 use crate::block_barrier::sync_block;
@@ -29,7 +32,19 @@ use crate::ptx_atomics::PtxScope;
 /// in the last block, beat a fire-and-forget reduction, because polls that reach the
 /// counter while arrivals are still landing slow those arrivals down — for the same
 /// reason more pollers per block, split counters and per-block flags all measured
-/// slower.
+/// slower at one block per SM.
+///
+/// Large grids (from `GRID_TWO_LEVEL_FROM` blocks, `sync_shared::layout::grid`) arrive
+/// in two levels instead: arrivals on one word queue at its L2 slice, about 2 ns each
+/// on an H100, which at 16 blocks per SM made the single counter cost as much as
+/// `cg::this_grid().sync()`. Each group of `GRID_GROUP_BLOCKS` blocks adds to a counter
+/// of its own; the group's last arrival adds one to the top counter; the last group's
+/// writes the phase into every group's release word, which the group's other blocks
+/// poll (on its own line, so polls never slow the group's arrivals). That is two hops
+/// more than one level (a second add, then the release stores), which cost more than
+/// the queue below `GRID_TWO_LEVEL_FROM` blocks (H100, ns per phase, one level / two:
+/// 992 / 2277 at 132 blocks, 2277 / 2818 at 1056, 3197 / 2785 at 1584, 4274 / 2663 at
+/// 2112).
 ///
 /// Counterpart: `cooperative_groups::this_grid().sync()`.
 ///
@@ -45,7 +60,8 @@ use crate::ptx_atomics::PtxScope;
 #[repr(C)]
 #[derive(Debug)]
 pub struct Grid {
-    /// Block arrivals since the launch began; zeroed by the launch.
+    /// The barrier's words (`grid::words(blocks)` of them, zeroed by the launch): the
+    /// top counter of arrivals since the launch began, then the groups' lines.
     arrivals: *mut u32,
     /// Phases this thread has completed.
     phase: u32,
@@ -60,27 +76,85 @@ impl Grid {
     #[inline]
     pub fn sync(&mut self) {
         self.phase = self.phase.wrapping_add(1);
+        let blocks = block_count();
+        // The form is the launch's (`block_count` is the same in every thread), so the
+        // branch never diverges. Both forms are inline: the two-level one inside the
+        // thread-0 branch cost the one-level loop 200 ns per phase at 132 × 128 on an
+        // H100, and out of line (a call in the loop) 47 ns at 132 × 1024.
+        if groups(blocks) != 0 {
+            return self.sync_in_groups(blocks);
+        }
         sync_block();
         if thread_in_block() == 0 {
-            let target = self.phase.wrapping_mul(block_count());
+            let target = self.phase.wrapping_mul(blocks);
             // SAFETY: the launch passes a live, zeroed device word for the whole grid,
             // which only these atomics touch.
             let before = unsafe { Device::fetch_add_u32(self.arrivals, 1, Ordering::Release) };
             if before.wrapping_add(1) != target {
-                // Wrapping comparison: the counter wraps after 2³² arrivals, and no
-                // block can be more than one phase (`blocks` arrivals) ahead of another.
-                // SAFETY: as above.
-                while (unsafe { Device::load_u32(self.arrivals, Ordering::Relaxed) }
-                    .wrapping_sub(target) as i32)
-                    < 0
-                {}
+                wait_for(self.arrivals, target);
             }
             // With the relaxed read before it (the poll's or the reply's), an acquire
-            // pattern: it synchronizes with every block's release, whose arrivals that
-            // read observed through the chain of atomic adds.
+            // pattern: it synchronizes with every block's release, which that read
+            // observed through the chain of atomic adds.
             Device::fence(Ordering::Acquire);
         }
         sync_block();
+    }
+
+    /// [`sync`](Self::sync) for a grid of `blocks` blocks that arrives in two levels.
+    #[inline(always)]
+    fn sync_in_groups(&mut self, blocks: u32) {
+        sync_block();
+        if thread_in_block() == 0 {
+            self.arrive_in_groups(blocks, groups(blocks));
+            // With the poll's relaxed read (or the last group's `acq_rel` fence), an
+            // acquire pattern over the group's release, which carries every block's.
+            Device::fence(Ordering::Acquire);
+        }
+        sync_block();
+    }
+
+    /// Two levels: the block's arrival on its group's counter; the group's last
+    /// arrival on the top counter; the last group's release of every group.
+    ///
+    /// Memory ordering: each link of the chain is an acquire pattern over the arrivals
+    /// it counts, then a release of everything acquired: a block's release add on its
+    /// group counter; the group's last reads the counter's chain of adds and takes an
+    /// acquire fence, then adds to the top with release; the last group's reply plus
+    /// an `acq_rel` fence acquires every group and releases the relaxed stores of the
+    /// phase into the release words, which the waiters poll (then the caller's acquire
+    /// fence).
+    #[inline(always)]
+    fn arrive_in_groups(&self, blocks: u32, groups: u32) {
+        let group = block_index() / GRID_GROUP_BLOCKS;
+        let members = GRID_GROUP_BLOCKS.min(blocks - group * GRID_GROUP_BLOCKS);
+        let release = self.line(group_release_line(group));
+        // SAFETY: the launch passes live, zeroed device words for every line of
+        // `grid::words(blocks)`, which only this barrier's atomics touch.
+        let before = unsafe {
+            Device::fetch_add_u32(self.line(group_counter_line(group)), 1, Ordering::Release)
+        };
+        if before.wrapping_add(1) == self.phase.wrapping_mul(members) {
+            Device::fence(Ordering::Acquire);
+            // SAFETY: as above.
+            let top = unsafe { Device::fetch_add_u32(self.arrivals, 1, Ordering::Release) };
+            if top.wrapping_add(1) == self.phase.wrapping_mul(groups) {
+                Device::fence(Ordering::AcqRel);
+                for group in 0..groups {
+                    let word = self.line(group_release_line(group));
+                    // SAFETY: as above.
+                    unsafe { Device::store_u32(word, self.phase, Ordering::Relaxed) };
+                }
+                return;
+            }
+        }
+        wait_for(release, self.phase);
+    }
+
+    /// The first word of line `line` of the barrier's words.
+    #[inline(always)]
+    fn line(&self, line: usize) -> *mut u32 {
+        self.arrivals.wrapping_add(line * GRID_LINE_WORDS)
     }
 
     /// Phases of the grid barrier this thread has completed.
@@ -107,4 +181,13 @@ impl Grid {
     pub fn num_blocks(&self) -> u32 {
         block_count()
     }
+}
+
+/// Polls `word` with relaxed loads until it reaches `target`. Wrapping comparison: the
+/// counters wrap after 2³² arrivals, and no block is more than one phase ahead of
+/// another.
+#[inline(always)]
+fn wait_for(word: *mut u32, target: u32) {
+    // SAFETY: a live barrier word of the launch (see the callers).
+    while (unsafe { Device::load_u32(word, Ordering::Relaxed) }.wrapping_sub(target) as i32) < 0 {}
 }

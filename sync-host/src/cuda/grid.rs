@@ -1,10 +1,11 @@
 //! Cooperative launches that hand the kernel its grid barrier (`sync_device::Grid`).
 
 use cudarc::driver::{sys, CudaSlice, DeviceRepr, LaunchArgs, PushKernelArg};
+use sync_shared::layout::grid;
 
 use super::{CudaError, Dim3, Kernel, KernelParams, LaunchOptions, Stream};
 
-/// The host's image of `sync_device::Grid`: the arrival counter's device address and
+/// The host's image of `sync_device::Grid`: the barrier words' device address and
 /// the thread's phase count (zero at launch). Only [`Kernel::launch_grid`] and
 /// [`Kernel::launch_grid_ex`] make one, so only a launch whose blocks are all
 /// co-resident hands a kernel a grid barrier.
@@ -31,10 +32,11 @@ impl GridParam {
     }
 }
 
-/// A kernel's grid-barrier counter and the parameter that points at it.
+/// A kernel's grid-barrier words and the parameter that points at them.
 pub(super) struct GridBarrier {
-    /// Owns the word `param` points to.
-    _counter: CudaSlice<u32>,
+    /// Owns the words `param` points to: enough for the largest grid the GPU can hold
+    /// at once (`grid::words` of its SM count × most blocks per SM).
+    words: CudaSlice<u32>,
     param: GridParam,
 }
 
@@ -105,7 +107,7 @@ impl Kernel {
     ) -> Result<(), CudaError> {
         self.check_fits(grid, block, dynamic_shared_bytes)?;
         self.check_coresident(grid, block, None, dynamic_shared_bytes)?;
-        let param = self.zeroed_grid_barrier(stream.cu_stream())?;
+        let param = self.zeroed_grid_barrier(stream.cu_stream(), grid)?;
         // SAFETY: the caller vouches for the kernel's parameters; the counter lives as
         // long as the kernel object.
         unsafe {
@@ -146,36 +148,56 @@ impl Kernel {
         if !options.cooperative {
             self.check_coresident(grid, block, options.cluster, options.shared_memory_bytes)?;
         }
-        let param = self.zeroed_grid_barrier(stream.raw())?;
+        let param = self.zeroed_grid_barrier(stream.raw(), grid)?;
         let params = KernelParams::default().words(&param.words()).append(params);
         // SAFETY: the grid parameter comes first, as the kernel takes it; the caller
         // vouches for the rest; the counter lives as long as the kernel object.
         unsafe { self.launch_ex(stream, grid, block, options, params) }
     }
 
-    /// The kernel's grid-barrier parameter, its counter allocated at first use and
-    /// zeroed on `stream` (in stream order, so back-to-back launches each start from
-    /// zero).
-    fn zeroed_grid_barrier(&self, stream: sys::CUstream) -> Result<&GridParam, CudaError> {
+    /// The kernel's grid-barrier parameter, its words allocated at first use and the
+    /// ones a grid of `grid` blocks uses zeroed on `stream` (in stream order, so
+    /// back-to-back launches each start from zero).
+    fn zeroed_grid_barrier(
+        &self,
+        stream: sys::CUstream,
+        grid: Dim3,
+    ) -> Result<&GridParam, CudaError> {
         let barrier = match self.grid_barrier.get() {
             Some(barrier) => barrier,
             None => {
-                let counter = self.runtime.zeros::<u32>(1)?;
+                let most_blocks = self
+                    .runtime
+                    .sm_count()?
+                    .saturating_mul(self.runtime.attribute(
+                        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+                        "read the most blocks per SM",
+                    )?);
+                let words = self.runtime.zeros::<u32>(grid::words(most_blocks))?;
                 let param = GridParam {
-                    arrivals: self.runtime.address(&counter),
+                    arrivals: self.runtime.address(&words),
                     phase: 0,
                     reserved: 0,
                 };
-                self.grid_barrier.get_or_init(|| GridBarrier {
-                    _counter: counter,
-                    param,
-                })
+                self.grid_barrier
+                    .get_or_init(|| GridBarrier { words, param })
             }
         };
+        let blocks = grid.count().unwrap_or(u32::MAX);
+        let used = grid::words(blocks);
+        if used > barrier.words.len() {
+            // Only a grid larger than the GPU holds at once needs more (the caller's
+            // co-residency check or the cooperative launch refuses it anyway).
+            return Err(CudaError::GridTooLarge {
+                requested: blocks,
+                max: self.max_coresident_blocks(1)?,
+            });
+        }
         self.runtime.bind()?;
-        // SAFETY: zeroes the one live word `param.arrivals` points to, in stream order
-        // before the launch (and after any earlier launch using it on that stream).
-        unsafe { sys::cuMemsetD32Async(barrier.param.arrivals, 0, 1, stream) }
+        // SAFETY: zeroes live words of the allocation `param.arrivals` points to (`used`
+        // of them, checked above), in stream order before the launch (and after any
+        // earlier launch using them on that stream).
+        unsafe { sys::cuMemsetD32Async(barrier.param.arrivals, 0, used, stream) }
             .result()
             .map_err(CudaError::driver("zero the grid barrier"))?;
         Ok(&barrier.param)
