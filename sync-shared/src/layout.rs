@@ -120,4 +120,30 @@ pub mod grid {
             groups => (1 + 2 * groups as usize) * GRID_LINE_WORDS,
         }
     }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn one_word_below_the_switch_and_two_lines_per_group_from_it() {
+            assert_eq!(
+                (
+                    groups(GRID_TWO_LEVEL_FROM - 1),
+                    words(GRID_TWO_LEVEL_FROM - 1)
+                ),
+                (0, 1)
+            );
+            let full = GRID_TWO_LEVEL_FROM / GRID_GROUP_BLOCKS;
+            assert_eq!(groups(GRID_TWO_LEVEL_FROM), full);
+            // One block more opens a group of one.
+            assert_eq!(groups(GRID_TWO_LEVEL_FROM + 1), full + 1);
+            let last_line = group_release_line(full);
+            assert_eq!(
+                words(GRID_TWO_LEVEL_FROM + 1),
+                (last_line + 1) * GRID_LINE_WORDS
+            );
+            assert!(group_counter_line(0) > 0 && group_release_line(0) != group_counter_line(1));
+        }
+    }
 }

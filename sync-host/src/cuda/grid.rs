@@ -37,6 +37,8 @@ pub(super) struct GridBarrier {
     /// Owns the words `param` points to: enough for the largest grid the GPU can hold
     /// at once (`grid::words` of its SM count × most blocks per SM).
     words: CudaSlice<u32>,
+    /// The most blocks `words` serves.
+    most_blocks: u32,
     param: GridParam,
 }
 
@@ -179,8 +181,11 @@ impl Kernel {
                     phase: 0,
                     reserved: 0,
                 };
-                self.grid_barrier
-                    .get_or_init(|| GridBarrier { words, param })
+                self.grid_barrier.get_or_init(|| GridBarrier {
+                    words,
+                    most_blocks,
+                    param,
+                })
             }
         };
         let blocks = grid.count().unwrap_or(u32::MAX);
@@ -190,7 +195,7 @@ impl Kernel {
             // co-residency check or the cooperative launch refuses it anyway).
             return Err(CudaError::GridTooLarge {
                 requested: blocks,
-                max: self.max_coresident_blocks(1)?,
+                max: barrier.most_blocks,
             });
         }
         self.runtime.bind()?;
