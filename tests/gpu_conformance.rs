@@ -691,7 +691,7 @@ fn grid_launch_refuses_one_block_more_than_can_be_coresident() {
     let max = kernel.max_coresident_blocks(block).unwrap();
     let slots = gpu.zeros::<u32>(2).unwrap();
     let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
-    // SAFETY: as in grid_sync_10000_phases_at_maximum_occupancy; the launch must be
+    // SAFETY: as in grid_sync_phases; the launch must be
     // refused before it happens.
     let refused = unsafe {
         kernel.launch_grid(max + 1, block, |args| {
