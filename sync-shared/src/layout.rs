@@ -75,23 +75,25 @@ macro_rules! assert_layout {
     };
 }
 
-/// The words of a cooperative launch's grid barrier (`sync_device::Grid`), which the
-/// host allocates and zeroes before every launch and the device counts arrivals in.
-///
-/// Up to [`GRID_TWO_LEVEL_FROM`] blocks, one word: every block adds its arrival to it.
-/// From there on, arrivals on one word queue behind each other at its L2 slice (about
-/// 2 ns each on an H100), so the blocks arrive in groups of [`GRID_GROUP_BLOCKS`]: each
-/// group's counter and its release word sit on lines of their own, and only the last
-/// arrival of each group reaches the top counter. Every word is the first of its
-/// 128-byte line ([`GRID_LINE_WORDS`] words), so no two hot words share a line.
 pub mod grid {
+    //! The words of a cooperative launch's grid barrier (`sync_device::Grid`), which the
+    //! host allocates and zeroes before every launch and the device counts arrivals in.
+    //!
+    //! Up to [`GRID_TWO_LEVEL_FROM`] blocks, one word: every block adds its arrival to it.
+    //! From there on, arrivals on one word queue behind each other at its L2 slice (about
+    //! 1.6 ns each on an H100), so the blocks arrive in groups of [`GRID_GROUP_BLOCKS`]: each
+    //! group's counter and its release word sit on lines of their own, and only the last
+    //! arrival of each group reaches the top counter. Every word is the first of its
+    //! 128-byte line ([`GRID_LINE_WORDS`] words), so no two hot words share a line.
+
     /// `u32` words per 128-byte line (the L2 line; a line is one slice's).
     pub const GRID_LINE_WORDS: usize = 32;
     /// Blocks whose arrivals one group counter takes in the two-level form.
     pub const GRID_GROUP_BLOCKS: u32 = 64;
     /// Grids of at least this many blocks arrive in two levels: below, the two extra
     /// hops cost more than the queue at one counter (measured on an H100: one level
-    /// 2277 ns at 1056 blocks against 2818, two levels 2785 at 1584 against 3197).
+    /// 2277 ns at 1056 blocks against 2818, two levels 2785 at 1584 against 3197, the
+    /// latter with the two-level form called out of line).
     pub const GRID_TWO_LEVEL_FROM: u32 = 1536;
 
     /// Groups of a grid of `blocks` blocks (0: one level).
