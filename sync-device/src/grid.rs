@@ -16,6 +16,7 @@ use crate::ptx_atomics::PtxScope;
 /// co-resident: there is no way to build one inside a kernel, so a grid barrier
 /// cannot exist in a launch where it would deadlock.
 ///
+/// Below `GRID_TWO_LEVEL_FROM` blocks (`sync_shared::layout::grid`; 1536),
 /// [`sync`](Self::sync) is one atomic per block per phase: the block meets at its
 /// hardware barrier, thread 0 adds its arrival to a grid-wide counter (release) and,
 /// unless the reply says its block was the last, polls the counter with relaxed loads
@@ -34,17 +35,19 @@ use crate::ptx_atomics::PtxScope;
 /// reason more pollers per block, split counters and per-block flags all measured
 /// slower at one block per SM.
 ///
-/// Large grids (from `GRID_TWO_LEVEL_FROM` blocks, `sync_shared::layout::grid`) arrive
-/// in two levels instead: arrivals on one word queue at its L2 slice, about 1.6 ns each
-/// on an H100, which at 16 blocks per SM made the single counter cost as much as
-/// `cg::this_grid().sync()`. Each group of `GRID_GROUP_BLOCKS` blocks adds to a counter
-/// of its own; the group's last arrival adds one to the top counter; the last group's
-/// writes the phase into every group's release word, which the group's other blocks
-/// poll (on its own line, so polls never slow the group's arrivals). That is two hops
-/// more than one level (a second add, then the release stores), which cost more than
-/// the queue below `GRID_TWO_LEVEL_FROM` blocks (H100, ns per phase, one level / two:
-/// 992 / 2277 at 132 blocks, 2277 / 2818 at 1056, 3197 / 2785 at 1584, 4274 / 2663 at
-/// 2112).
+/// Larger grids arrive in two levels instead: arrivals on one word queue at its L2
+/// slice, about 1.6 ns each on an H100, which at 16 blocks per SM made the single
+/// counter cost as much as `cg::this_grid().sync()`. Each group of `GRID_GROUP_BLOCKS`
+/// (64) blocks adds to a counter of its own; the group's last arrival adds one to the
+/// top counter; the last group's writes the phase into every group's release word,
+/// which the group's other blocks poll (on its own line, so polls never slow the
+/// group's arrivals). That is two hops more than one level (a second add, then the
+/// release stores), which cost more than the queue at small grids. Measured on an H100
+/// (ns per phase; docs/measurements.md, "`Grid::sync` in two levels at large grids"):
+/// one level 990 at 132 blocks, 2277 at 1056, 3195 at 1584, 4187–4274 at 2112; two
+/// levels for every grid size 2271 at 132 and 2769–2820 at 1056; the switch as built
+/// 2663 at 2112 (2785 at 1584 with the two-level form called out of line). The
+/// crossing lies between 1056 and 1584 blocks; nothing between was measured.
 ///
 /// Counterpart: `cooperative_groups::this_grid().sync()`.
 ///
@@ -61,7 +64,8 @@ use crate::ptx_atomics::PtxScope;
 #[derive(Debug)]
 pub struct Grid {
     /// The barrier's words (`grid::words(blocks)` of them, zeroed by the launch): the
-    /// top counter of arrivals since the launch began, then the groups' lines.
+    /// top counter (block arrivals since the launch began in one level, group
+    /// arrivals in two), then the groups' lines.
     arrivals: *mut u32,
     /// Phases this thread has completed.
     phase: u32,

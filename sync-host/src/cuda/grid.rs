@@ -44,7 +44,7 @@ pub(super) struct GridBarrier {
 
 impl Kernel {
     /// A cooperative launch of a kernel whose first parameter is a
-    /// `sync_device::Grid`: the launch zeroes the kernel's arrival counter (in stream
+    /// `sync_device::Grid`: the launch zeroes the kernel's grid-barrier words (in stream
     /// order, so back-to-back launches each start from zero) and passes it, then `args`
     /// pushes the remaining parameters. Refuses a grid larger than
     /// [`max_coresident_blocks`](Self::max_coresident_blocks) with
@@ -72,7 +72,7 @@ impl Kernel {
     /// # Safety
     ///
     /// As for [`launch_grid`](Self::launch_grid); launches of this kernel object on
-    /// other streams have finished (they share its barrier counter, which this launch
+    /// other streams have finished (they share its barrier words, which this launch
     /// zeroes).
     pub unsafe fn launch_grid_on<'a>(
         &'a self,
@@ -110,7 +110,7 @@ impl Kernel {
         self.check_fits(grid, block, dynamic_shared_bytes)?;
         self.check_coresident(grid, block, None, dynamic_shared_bytes)?;
         let param = self.zeroed_grid_barrier(stream.cu_stream(), grid)?;
-        // SAFETY: the caller vouches for the kernel's parameters; the counter lives as
+        // SAFETY: the caller vouches for the kernel's parameters; the words live as
         // long as the kernel object.
         unsafe {
             self.launch_typed(stream, grid, block, dynamic_shared_bytes, true, |builder| {
@@ -135,7 +135,7 @@ impl Kernel {
     /// The kernel's first parameter is a `sync_device::Grid`, and the rest match
     /// `params` in number, order and size, pointing at memory that outlives the kernel.
     /// Launches of this kernel object on other streams have finished (they share its
-    /// barrier counter, which this launch zeroes).
+    /// barrier words, which this launch zeroes).
     pub unsafe fn launch_grid_ex(
         &self,
         stream: &Stream,
@@ -146,62 +146,67 @@ impl Kernel {
     ) -> Result<(), CudaError> {
         let (grid, block) = (grid.into(), block.into());
         // A cooperative launch_ex checks co-residency itself; without the attribute
-        // the size check is all a grid barrier has (see above).
-        if !options.cooperative {
+        // the size check is all a grid barrier has (see above). A grid beyond the
+        // barrier's words (more blocks than SMs × the most an SM holds) can never be
+        // co-resident: the size check refuses it with the kernel's real limit.
+        let beyond_words = grid.count().unwrap_or(u32::MAX) > self.grid_barrier()?.most_blocks;
+        if !options.cooperative || beyond_words {
             self.check_coresident(grid, block, options.cluster, options.shared_memory_bytes)?;
         }
         let param = self.zeroed_grid_barrier(stream.raw(), grid)?;
         let params = KernelParams::default().words(&param.words()).append(params);
         // SAFETY: the grid parameter comes first, as the kernel takes it; the caller
-        // vouches for the rest; the counter lives as long as the kernel object.
+        // vouches for the rest; the words live as long as the kernel object.
         unsafe { self.launch_ex(stream, grid, block, options, params) }
     }
 
-    /// The kernel's grid-barrier parameter, its words allocated at first use and the
-    /// ones a grid of `grid` blocks uses zeroed on `stream` (in stream order, so
-    /// back-to-back launches each start from zero).
+    /// The kernel's grid-barrier words, allocated at first use for the largest grid the
+    /// GPU holds at once.
+    fn grid_barrier(&self) -> Result<&GridBarrier, CudaError> {
+        if let Some(barrier) = self.grid_barrier.get() {
+            return Ok(barrier);
+        }
+        let most_blocks = self
+            .runtime
+            .sm_count()?
+            .saturating_mul(self.runtime.attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+                "read the most blocks per SM",
+            )?);
+        let words = self.runtime.zeros::<u32>(grid::words(most_blocks))?;
+        let param = GridParam {
+            arrivals: self.runtime.address(&words),
+            phase: 0,
+            reserved: 0,
+        };
+        Ok(self.grid_barrier.get_or_init(|| GridBarrier {
+            words,
+            most_blocks,
+            param,
+        }))
+    }
+
+    /// The kernel's grid-barrier parameter, with the words a grid of `grid` blocks uses
+    /// zeroed on `stream` (in stream order, so back-to-back launches each start from
+    /// zero). Callers have refused grids that cannot be co-resident, which the words
+    /// always cover.
     fn zeroed_grid_barrier(
         &self,
         stream: sys::CUstream,
         grid: Dim3,
     ) -> Result<&GridParam, CudaError> {
-        let barrier = match self.grid_barrier.get() {
-            Some(barrier) => barrier,
-            None => {
-                let most_blocks = self
-                    .runtime
-                    .sm_count()?
-                    .saturating_mul(self.runtime.attribute(
-                        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
-                        "read the most blocks per SM",
-                    )?);
-                let words = self.runtime.zeros::<u32>(grid::words(most_blocks))?;
-                let param = GridParam {
-                    arrivals: self.runtime.address(&words),
-                    phase: 0,
-                    reserved: 0,
-                };
-                self.grid_barrier.get_or_init(|| GridBarrier {
-                    words,
-                    most_blocks,
-                    param,
-                })
-            }
-        };
+        let barrier = self.grid_barrier()?;
         let blocks = grid.count().unwrap_or(u32::MAX);
         let used = grid::words(blocks);
-        if used > barrier.words.len() {
-            // Only a grid larger than the GPU holds at once needs more (the caller's
-            // co-residency check or the cooperative launch refuses it anyway).
-            return Err(CudaError::GridTooLarge {
-                requested: blocks,
-                max: barrier.most_blocks,
-            });
-        }
+        assert!(
+            used <= barrier.words.len(),
+            "a grid of {blocks} blocks passed the co-residency checks but needs more barrier words than {} blocks do",
+            barrier.most_blocks
+        );
         self.runtime.bind()?;
         // SAFETY: zeroes live words of the allocation `param.arrivals` points to (`used`
-        // of them, checked above), in stream order before the launch (and after any
-        // earlier launch using them on that stream).
+        // of them, within it as asserted above), in stream order before the launch (and
+        // after any earlier launch using them on that stream).
         unsafe { sys::cuMemsetD32Async(barrier.param.arrivals, 0, used, stream) }
             .result()
             .map_err(CudaError::driver("zero the grid barrier"))?;
