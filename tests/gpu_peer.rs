@@ -14,7 +14,7 @@ mod common;
 
 use common::hang_guard;
 use harness::Gpu;
-use scoped_sync::cuda::{KernelParams, LaunchOptions, PeerLink, PlacementError};
+use scoped_sync::cuda::{KernelParams, LaunchOptions, MultiGrid, PeerLink, PlacementError};
 use scoped_sync::{Barrier, Latch};
 
 /// GPUs 0 and 1 with the project's kernels, or `None` after saying why the test is
@@ -184,4 +184,91 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
             gpu.ordinal()
         );
     }
+}
+
+/// Launches `multi_grid_phases` through a `MultiGrid` of both GPUs, `blocks × threads`
+/// on each, with `phases[i]` phases on GPU `i` waited for at most `timeout_ms` each;
+/// returns each GPU's (failures, timeouts) and the time from the launch until both
+/// GPUs finished.
+fn multi_grid_phases(
+    gpus: [&Gpu; 2],
+    (blocks, threads): (u32, u32),
+    phases: [u32; 2],
+    timeout_ms: u32,
+) -> ([[u32; 2]; 2], std::time::Duration) {
+    let barrier = MultiGrid::new(&[&**gpus[0], &**gpus[1]]).unwrap();
+    let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_phases").unwrap());
+    let per_gpu = (blocks * threads) as usize;
+    let slots = gpus[0]
+        .zeros_for_peers(2 * 2 * per_gpu, &[gpus[1]])
+        .unwrap();
+    let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
+    let params = (0..2)
+        .map(|i| {
+            let counts = gpus[i].address(&counts[i]);
+            KernelParams::new()
+                .pointer(slots.device_address())
+                .u32(phases[i])
+                .u32(timeout_ms)
+                .pointer(counts)
+                .pointer(counts + 4)
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    hang_guard("MultiGrid across two GPUs", 300, || {
+        // SAFETY: `multi_grid_phases(MultiGrid, slots, phases, timeout_ms, failures,
+        // timeouts)` on both GPUs, the same grid on each; `slots` holds
+        // `2 · 2 · per_gpu` words that both GPUs reach; everything outlives the kernels.
+        unsafe { barrier.launch(&[&kernels[0], &kernels[1]], blocks, threads, params) }.unwrap();
+        for gpu in gpus {
+            gpu.synchronize().unwrap();
+        }
+    });
+    let elapsed = started.elapsed();
+    let counts = [0, 1].map(|i| {
+        let words = gpus[i].download(&counts[i]).unwrap();
+        [words[0], words[1]]
+    });
+    (counts, elapsed)
+}
+
+#[test]
+fn a_multi_grid_barrier_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    let blocks = gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap());
+    for threads in [128, 1024] {
+        let (counts, elapsed) =
+            multi_grid_phases([&gpu0, &gpu1], (blocks, threads), [100_000; 2], 10_000);
+        eprintln!("{blocks} × {threads} per GPU, 100000 phases: {elapsed:?}");
+        assert_eq!(
+            counts,
+            [[0, 0]; 2],
+            "{blocks} × {threads}: (stale neighbour slots, timed-out phases) per GPU"
+        );
+    }
+}
+
+#[test]
+fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    let (blocks, threads) = (gpu0.sm_count().unwrap(), 128);
+    // Load both modules first, so the timing below is the barrier's.
+    for gpu in [&gpu0, &gpu1] {
+        gpu.kernel("multi_grid_phases").unwrap();
+    }
+    // GPU 1 runs no phase: its kernel ends without arriving.
+    let (counts, elapsed) = multi_grid_phases([&gpu0, &gpu1], (blocks, threads), [1, 0], 300);
+    assert_eq!(
+        counts,
+        [[0, blocks * threads], [0, 0]],
+        "(stale neighbour slots, timed-out phases) per GPU: every thread of GPU 0 times out"
+    );
+    assert!(
+        elapsed < std::time::Duration::from_secs(1),
+        "GPU 0's threads gave up after {elapsed:?}, not within 1 s"
+    );
 }

@@ -470,3 +470,31 @@ fn the_grid_barrier_holds_both_forms_inline() {
         "cost_grid_sync: a call in the barrier's loop"
     );
 }
+
+/// `MultiGrid::sync` (kernel `multi_grid_phases`): the GPU's arrival is a device-scope
+/// release add; the exchange between GPUs is a system-scope `acq_rel` fence, relaxed
+/// system-scope stores into the peers' inboxes and relaxed system-scope polls of its
+/// own; the verdict reaches the whole block through `barrier.red.or`.
+#[test]
+fn the_multi_gpu_barrier_compiles_to_its_exchange() {
+    let Some(ptx) = ptx() else { return };
+    let body = entries(ptx)["multi_grid_phases"];
+    let instructions = synchronizing_instructions(body);
+    for wanted in [
+        "atom.release.gpu.add.u32",
+        "fence.acq_rel.sys",
+        "st.relaxed.sys.u32",
+        "ld.relaxed.sys.u32",
+        "st.release.gpu.u32",
+        "fence.acquire.sys",
+    ] {
+        assert!(
+            instructions.iter().any(|instruction| instruction == wanted),
+            "multi_grid_phases: no {wanted} in {instructions:?}"
+        );
+    }
+    assert!(
+        body.contains("barrier.red.or.pred"),
+        "multi_grid_phases: no barrier.red.or"
+    );
+}

@@ -3,7 +3,7 @@
 
 use core::time::Duration;
 
-use sync_device::{global_thread_index, Gpu};
+use sync_device::{global_thread_count, global_thread_index, Gpu, MultiGrid};
 use sync_shared::{Backend, Barrier, Device, Latch, Ordering, System, Word};
 
 /// How long a thread waits for the other GPU before it counts a failure and leaves
@@ -80,6 +80,57 @@ pub unsafe extern "gpu-kernel" fn peer_barrier_phases(
         // The barrier's release and acquire at `System` scope order the partner's
         // store before this load; the next write of that slot needs this thread's
         // arrival in the phase after next.
+        if <Gpu as Backend<System>>::load(theirs, Ordering::Relaxed) != phase {
+            <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// `phases` phases of the launch's [`MultiGrid`] barrier, each waited for at most
+/// `timeout_ms`. In phase `p` every thread writes `p` to its slot of buffer `p % 2`
+/// (`slots`: two buffers of `ranks × threads per GPU` words in memory every GPU
+/// reaches; this GPU's threads from `rank × threads per GPU`), syncs, then reads the
+/// slot of the thread with its own index on the next GPU and counts a failure in
+/// `failures` unless it holds `p` (a write before the barrier on one GPU must be seen
+/// after it on the other). A phase that fails counts in `timeouts` and ends the thread.
+///
+/// # Safety
+///
+/// Launched through `MultiGrid::launch` with the same grid on every GPU; `slots`
+/// holds `2 · ranks · threads` words; `failures` and `timeouts` point to live words
+/// of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn multi_grid_phases(
+    mut gpus: MultiGrid,
+    slots: *mut u32,
+    phases: u32,
+    timeout_ms: u32,
+    failures: *mut u32,
+    timeouts: *mut u32,
+) {
+    // SAFETY: the caller's contract.
+    let (failures, timeouts) = unsafe { (Word::from_ptr(failures), Word::from_ptr(timeouts)) };
+    let (threads, me) = (global_thread_count(), global_thread_index());
+    let all = threads * gpus.ranks();
+    let mine = gpus.rank() * threads + me;
+    let theirs = (gpus.rank() + 1) % gpus.ranks() * threads + me;
+    let timeout = Duration::from_millis(u64::from(timeout_ms));
+    for phase in 1..=phases {
+        let buffer = (phase % 2 * all) as usize;
+        // SAFETY: `buffer + mine` and `buffer + theirs` are below `2 · all`, in `slots`.
+        let (mine, theirs) = unsafe {
+            (
+                Word::from_ptr(slots.add(buffer + mine as usize)),
+                Word::from_ptr(slots.add(buffer + theirs as usize)),
+            )
+        };
+        <Gpu as Backend<System>>::store(mine, phase, Ordering::Relaxed);
+        if gpus.sync_for(timeout).is_err() {
+            <Gpu as Backend<Device>>::fetch_add(timeouts, 1, Ordering::Relaxed);
+            return;
+        }
+        // The barrier orders the other GPU's store before this load; that slot's next
+        // write needs this thread's arrival in the phase after next.
         if <Gpu as Backend<System>>::load(theirs, Ordering::Relaxed) != phase {
             <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
         }

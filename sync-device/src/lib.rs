@@ -161,6 +161,8 @@ mod grid;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod mbarrier;
 #[cfg(target_arch = "nvptx64")]
+mod multi_grid;
+#[cfg(target_arch = "nvptx64")]
 pub mod prelude;
 #[cfg(target_arch = "nvptx64")]
 pub mod ptx_atomics;
@@ -197,6 +199,8 @@ pub use gpu::{GlobalTime, Gpu};
 pub use grid::Grid;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 pub use mbarrier::Mbarrier;
+#[cfg(target_arch = "nvptx64")]
+pub use multi_grid::{MultiGrid, MultiGridError, MULTI_GRID_PATIENCE};
 #[cfg(target_arch = "nvptx64")]
 #[doc(hidden)]
 pub use shared::shared_bytes;
@@ -267,4 +271,5 @@ mod layout_checks {
     assert_layout!(BusLatch, layout::BUS_LATCH);
     assert_layout!(BusBarrier, layout::BUS_BARRIER);
     assert_layout!(BusStopSource, layout::BUS_STOP_SOURCE);
+    assert_layout!(MultiGrid, layout::MULTI_GRID);
 }

@@ -48,6 +48,10 @@ pub const BUS_STOP_SOURCE: Layout = Layout {
     align: 64,
 };
 
+/// `sync_device::MultiGrid`, the kernel parameter of a multi-GPU launch on a 64-bit
+/// target: three addresses, then rank, GPU count, phase and the broken flag.
+pub const MULTI_GRID: Layout = Layout { size: 40, align: 8 };
+
 /// The layout of `T`.
 pub const fn of<T>() -> Layout {
     Layout {
@@ -148,5 +152,28 @@ pub mod grid {
             );
             assert!(group_counter_line(0) > 0 && group_release_line(0) != group_counter_line(1));
         }
+    }
+}
+
+/// The exchange lines of a launch's multi-GPU barrier (`sync_device::MultiGrid`), one
+/// set in each GPU's memory, zeroed by the host before every launch: the release line
+/// the GPU's own blocks poll, then one inbox line per GPU of the launch, each written
+/// only by that GPU. Lines are [`grid::GRID_LINE_WORDS`] words.
+pub mod multi_grid {
+    use super::grid::GRID_LINE_WORDS;
+
+    /// The line of the release word (its first) and the failure flag.
+    pub const RELEASE_LINE: usize = 0;
+    /// The failure flag's word on the release line (nonzero: the phase failed).
+    pub const RELEASE_FAILED_WORD: usize = 1;
+
+    /// The inbox line that GPU `rank` writes the phases it completed into.
+    pub const fn inbox_line(rank: u32) -> usize {
+        1 + rank as usize
+    }
+
+    /// `u32` words of one GPU's exchange lines in a launch of `ranks` GPUs.
+    pub const fn words(ranks: u32) -> usize {
+        inbox_line(ranks) * GRID_LINE_WORDS
     }
 }

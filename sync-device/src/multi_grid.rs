@@ -1,0 +1,267 @@
+//! [`MultiGrid`]: one barrier for cooperative grids on several GPUs of one machine.
+
+use core::arch::asm;
+use core::time::Duration;
+
+use sync_shared::layout::grid::GRID_LINE_WORDS;
+use sync_shared::layout::multi_grid::{inbox_line, RELEASE_FAILED_WORD, RELEASE_LINE};
+use sync_shared::{Device, Ordering, System};
+
+use crate::block_barrier::sync_block;
+use crate::geometry::{block_count, thread_in_block};
+use crate::ptx_atomics::PtxScope;
+
+/// How long [`MultiGrid::sync`] waits for the other GPUs before it panics.
+pub const MULTI_GRID_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Why a [`MultiGrid::sync_for`] returned without completing the phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MultiGridError {
+    /// Some GPU did not arrive within the timeout (its kernel ended, trapped, or is
+    /// late): this GPU gave up, and the barrier is broken for the rest of the launch.
+    TimedOut,
+    /// An earlier phase failed; every later phase fails at once.
+    Broken,
+}
+
+/// The cooperative grids of one launch on several GPUs of a machine, with their
+/// barrier. A kernel gets one only as its first parameter, filled in by the host's
+/// `scoped_sync::cuda::MultiGrid::launch`, which launches every GPU's grid
+/// cooperatively (every block of each co-resident) after checking that every GPU
+/// reaches every other's memory.
+///
+/// [`sync`](Self::sync) runs in two levels. On each GPU the blocks meet at their
+/// hardware barrier and thread 0 adds the block's arrival to the GPU's counter
+/// (release, device scope), as [`Grid`](crate::Grid) does with one counter. The block
+/// whose arrival completes its GPU then takes one system-scope `acq_rel` fence and
+/// writes the phase into its own slot of every other GPU's inbox (relaxed stores over
+/// NVLink or PCIe, issued back to back), and polls its own GPU's inbox (local memory)
+/// until every other GPU's slot shows the phase; one more `acq_rel` fence, and it
+/// writes the phase into its GPU's release word, which that GPU's other blocks poll.
+/// Every inbox slot and the release word is a 128-byte line of its own. (The design of
+/// NCCL's device-API barrier in its unicast form, an epoch inbox per peer: one fence,
+/// then relaxed stores to each peer, local polling.)
+///
+/// Memory ordering: a chain of release/acquire patterns, each at a scope that holds
+/// both its threads: a block's release add and the completing block's read of the
+/// counter (device scope); that block's `fence.acq_rel.sys` and its stores, and the
+/// other GPU's completing block's relaxed reads of its inbox and its own
+/// `fence.acq_rel.sys`; that fence and the release word's store, and the pollers'
+/// relaxed reads plus `fence.acquire.sys`. So every write made by any thread of any GPU
+/// before its `sync` is visible to every thread of every GPU after it.
+///
+/// A GPU that never arrives (its kernel ended early or trapped) cannot hang the
+/// others: every wait has a deadline ([`sync_for`](Self::sync_for)), after which the
+/// waiting GPU's blocks all return [`MultiGridError::TimedOut`] and the barrier stays
+/// broken for the rest of the launch.
+///
+/// Not built yet (see docs/multi-gpu.md): a split arrive/wait, host threads as parties,
+/// the two-level local arrival of large grids.
+///
+/// Counterpart: `cooperative_groups::this_multi_grid().sync()` (removed in CUDA 12);
+/// NCCL's `ncclLsaBarrierSession` for the whole grid.
+///
+/// ```ignore
+/// #[no_mangle]
+/// pub unsafe extern "gpu-kernel" fn step(mut gpus: MultiGrid, halo: *mut f32) {
+///     for _ in 0..100 {
+///         // ... write this GPU's halo into the neighbour's memory ...
+///         gpus.sync();
+///     }
+/// }
+/// ```
+#[repr(C)]
+#[derive(Debug)]
+pub struct MultiGrid {
+    /// This GPU's arrival counter: block arrivals since the launch began, zeroed by the
+    /// launch.
+    arrivals: *mut u32,
+    /// This GPU's exchange lines (`layout::multi_grid::words`), zeroed by the launch:
+    /// the release line, then one inbox line per GPU.
+    exchange: *mut u32,
+    /// Every GPU's exchange lines, by rank, as this GPU reaches them (peer addresses).
+    exchanges: *const *mut u32,
+    /// This GPU's rank in the launch.
+    rank: u32,
+    /// GPUs in the launch.
+    ranks: u32,
+    /// Phases this thread has completed.
+    phase: u32,
+    /// Nonzero once a phase failed.
+    broken: u32,
+}
+
+impl MultiGrid {
+    /// Waits until every thread of every GPU's grid has called `sync` as many times as
+    /// this one. Everything written by any thread of any GPU before its call is visible
+    /// to every thread of every GPU after it. Collective: every thread of every GPU's
+    /// grid must call it.
+    ///
+    /// # Panics
+    ///
+    /// If some GPU does not arrive within [`MULTI_GRID_PATIENCE`] (10 s), or an earlier
+    /// phase failed: use [`sync_for`](Self::sync_for) to handle that instead.
+    #[inline]
+    pub fn sync(&mut self) {
+        if let Err(error) = self.sync_for(MULTI_GRID_PATIENCE) {
+            panic!("MultiGrid::sync: {error:?}");
+        }
+    }
+
+    /// [`sync`](Self::sync), waiting about `timeout` for the other GPUs (a block that
+    /// does not complete its GPU waits up to twice that for the verdict); on
+    /// [`MultiGridError::TimedOut`] every thread of this GPU returns the error, and
+    /// every later call returns [`MultiGridError::Broken`].
+    pub fn sync_for(&mut self, timeout: Duration) -> Result<(), MultiGridError> {
+        if self.broken != 0 {
+            return Err(MultiGridError::Broken);
+        }
+        self.phase = self.phase.wrapping_add(1);
+        let timeout = nanoseconds(timeout);
+        sync_block();
+        let mine = thread_in_block() == 0 && self.arrive(now_ns(), timeout);
+        if block_any(mine) {
+            self.broken = 1;
+            return Err(MultiGridError::TimedOut);
+        }
+        Ok(())
+    }
+
+    /// Thread 0's part of a phase, between the block's two barriers: whether the phase
+    /// failed.
+    ///
+    /// The completing block waits for the other GPUs until `timeout` after `start`; the
+    /// GPU's other blocks wait for its release (which says whether the phase failed) a
+    /// timeout longer, so that they hear its verdict rather than guess their own.
+    fn arrive(&self, start: u64, timeout: u64) -> bool {
+        let deadline = start.saturating_add(timeout);
+        let release = self.line(self.exchange, RELEASE_LINE);
+        let target = self.phase.wrapping_mul(block_count());
+        // SAFETY: the launch passes a live, zeroed device word for this GPU's grid,
+        // which only these atomics touch.
+        let before = unsafe { Device::fetch_add_u32(self.arrivals, 1, Ordering::Release) };
+        let failed = if before.wrapping_add(1) == target {
+            self.exchange_with_peers(release, deadline)
+        } else if wait_for::<Device>(release, self.phase, deadline.saturating_add(timeout)) {
+            // The flag was stored before the phase, whose store is a release.
+            Device::fence(Ordering::Acquire);
+            // SAFETY: the release line's flag word, written by the completing block only.
+            unsafe {
+                Device::load_u32(release.wrapping_add(RELEASE_FAILED_WORD), Ordering::Relaxed) != 0
+            }
+        } else {
+            true
+        };
+        // With the poll's relaxed read (or the completing block's fence), an acquire
+        // pattern over the release, which carries every GPU's.
+        System::fence(Ordering::Acquire);
+        failed
+    }
+
+    /// The completing block's exchange: its GPU's phase to every peer, every peer's
+    /// from the inbox, then the release of its GPU's other blocks. Whether it failed.
+    fn exchange_with_peers(&self, release: *mut u32, deadline: u64) -> bool {
+        System::fence(Ordering::AcqRel);
+        for peer in 0..self.ranks {
+            if peer != self.rank {
+                // SAFETY: the launch passes `ranks` exchange addresses this GPU reaches;
+                // slot `rank` of each is written by this GPU only.
+                unsafe {
+                    let exchange = *self.exchanges.add(peer as usize);
+                    let slot = self.line(exchange, inbox_line(self.rank));
+                    System::store_u32(slot, self.phase, Ordering::Relaxed);
+                }
+            }
+        }
+        let mut failed = false;
+        for peer in 0..self.ranks {
+            if peer != self.rank {
+                let slot = self.line(self.exchange, inbox_line(peer));
+                if !wait_for::<System>(slot, self.phase, deadline) {
+                    failed = true;
+                    break;
+                }
+            }
+        }
+        System::fence(Ordering::AcqRel);
+        // SAFETY: this GPU's release line, written by its completing block only.
+        unsafe {
+            Device::store_u32(
+                release.wrapping_add(RELEASE_FAILED_WORD),
+                u32::from(failed),
+                Ordering::Relaxed,
+            );
+            Device::store_u32(release, self.phase, Ordering::Release);
+        }
+        failed
+    }
+
+    /// The first word of line `line` of the exchange at `base`.
+    #[inline(always)]
+    fn line(&self, base: *mut u32, line: usize) -> *mut u32 {
+        base.wrapping_add(line * GRID_LINE_WORDS)
+    }
+
+    /// Phases this thread has completed.
+    pub fn phase(&self) -> u32 {
+        self.phase
+    }
+
+    /// This GPU's rank in the launch.
+    pub fn rank(&self) -> u32 {
+        self.rank
+    }
+
+    /// GPUs in the launch.
+    pub fn ranks(&self) -> u32 {
+        self.ranks
+    }
+}
+
+/// Polls `word` with relaxed loads at scope `S` until it reaches `target` (wrapping
+/// comparison, as in `Grid`), or `deadline` (`%globaltimer` ns) passes: whether it
+/// reached it.
+#[inline(always)]
+fn wait_for<S: PtxScope>(word: *mut u32, target: u32, deadline: u64) -> bool {
+    loop {
+        // SAFETY: a live barrier word of the launch (see the callers).
+        let value = unsafe { S::load_u32(word, Ordering::Relaxed) };
+        if (value.wrapping_sub(target) as i32) >= 0 {
+            return true;
+        }
+        if now_ns() > deadline {
+            return false;
+        }
+    }
+}
+
+/// Whether any thread of the block passes `true`: a block barrier that also reduces
+/// one predicate (`barrier.red.or`, `__syncthreads_or`), ordering the block's memory
+/// accesses as `barrier.sync` does.
+#[inline(always)]
+fn block_any(mine: bool) -> bool {
+    let any: u32;
+    // SAFETY: a block barrier that reduces one predicate; no memory operands.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {mine}, 0; barrier.red.or.pred q, 0, p; selp.u32 {any}, 1, 0, q; }}",
+            mine = in(reg32) u32::from(mine),
+            any = out(reg32) any,
+            options(nostack),
+        )
+    };
+    any != 0
+}
+
+/// `%globaltimer`, in nanoseconds.
+#[inline(always)]
+fn now_ns() -> u64 {
+    let ns: u64;
+    // SAFETY: reading a special register touches no memory.
+    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) ns, options(nomem, nostack)) };
+    ns
+}
+
+fn nanoseconds(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}

@@ -1,0 +1,277 @@
+//! Cooperative launches on several GPUs that hand each kernel the barrier of them all
+//! (`sync_device::MultiGrid`).
+
+use cudarc::driver::{sys, CudaSlice};
+use sync_shared::layout::multi_grid;
+
+use super::{
+    CudaError, Dim3, Kernel, KernelParams, LaunchOptions, PeerMemory, PlacementError, Runtime,
+};
+
+/// The host's image of `sync_device::MultiGrid` for one GPU (`#[repr(C)]`: three
+/// addresses, then four u32; passed as the words of [`words`](Self::words)).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct MultiGridParam {
+    arrivals: u64,
+    exchange: u64,
+    exchanges: u64,
+    rank: u32,
+    ranks: u32,
+    phase: u32,
+    broken: u32,
+}
+
+sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
+
+/// One barrier for a cooperative grid on each of several GPUs of the machine: the
+/// words each GPU's kernel gets through its `sync_device::MultiGrid` parameter. Made
+/// once for a set of GPUs, then launched any number of times
+/// ([`launch`](Self::launch)); each launch starts from phase 0.
+///
+/// On each GPU: an arrival counter in its own memory, and its exchange lines (a
+/// release line and one inbox line per GPU) in memory every other GPU reaches, which
+/// [`new`](Self::new) checks with the driver's peer attributes. The exchange is plain
+/// stores and loads, so peer access is all it needs (no peer atomics).
+///
+/// Counterpart: a cooperative multi-device launch
+/// (`cudaLaunchCooperativeKernelMultiDevice`, removed in CUDA 12) with
+/// `cooperative_groups::this_multi_grid()`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use sync_host::cuda::{KernelParams, MultiGrid, Runtime};
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let gpus = [Runtime::open(0)?, Runtime::open(1)?];
+/// let barrier = MultiGrid::new(&[&gpus[0], &gpus[1]])?;
+/// let modules = [gpus[0].load_file("k.ptx")?, gpus[1].load_file("k.ptx")?];
+/// let kernels = [modules[0].kernel("step")?, modules[1].kernel("step")?];
+/// let params = vec![KernelParams::new().u32(100), KernelParams::new().u32(100)];
+/// // SAFETY: `step(MultiGrid, u32)` on every GPU.
+/// unsafe { barrier.launch(&[&kernels[0], &kernels[1]], 132, 256, params) }?;
+/// for gpu in &gpus {
+///     gpu.synchronize()?;
+/// }
+/// # Ok(())
+/// # }
+/// ```
+pub struct MultiGrid {
+    runtimes: Vec<Runtime>,
+    /// Owns each GPU's arrival counter (`params[i].arrivals`).
+    _counters: Vec<CudaSlice<u32>>,
+    /// Owns each GPU's exchange lines, reachable by the others (`params[i].exchange`).
+    _exchanges: Vec<PeerMemory>,
+    /// Owns, on each GPU, the table of every GPU's exchange address by rank
+    /// (`params[i].exchanges`).
+    _tables: Vec<CudaSlice<u64>>,
+    /// Each GPU's kernel parameter (phase 0), pointing at the words above.
+    params: Vec<MultiGridParam>,
+}
+
+impl MultiGrid {
+    /// The barrier of grids on `gpus` (rank `i` is `gpus[i]`), after checking that
+    /// each reaches every other's memory and enabling that access.
+    ///
+    /// # Errors
+    ///
+    /// [`PlacementError::PeerAttribute`] naming `CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`
+    /// where one GPU cannot reach another's memory; a failed driver call.
+    ///
+    /// # Panics
+    ///
+    /// If `gpus` is empty or names one GPU twice.
+    pub fn new(gpus: &[&Runtime]) -> Result<Self, PlacementError> {
+        assert!(!gpus.is_empty(), "MultiGrid::new: no GPUs");
+        for (i, gpu) in gpus.iter().enumerate() {
+            assert!(
+                gpus[..i]
+                    .iter()
+                    .all(|other| other.ordinal() != gpu.ordinal()),
+                "MultiGrid::new: GPU {} is named twice",
+                gpu.ordinal()
+            );
+        }
+        let ranks = u32::try_from(gpus.len()).expect("fewer than 2³² GPUs");
+        let words = multi_grid::words(ranks);
+        let mut exchanges = Vec::with_capacity(gpus.len());
+        for (i, owner) in gpus.iter().enumerate() {
+            let users: Vec<&Runtime> = gpus
+                .iter()
+                .enumerate()
+                .filter(|&(j, _)| j != i)
+                .map(|(_, &user)| user)
+                .collect();
+            exchanges.push(owner.zeros_for_peers(words, &users)?);
+        }
+        let addresses: Vec<u64> = exchanges.iter().map(PeerMemory::device_address).collect();
+        let mut counters = Vec::with_capacity(gpus.len());
+        let mut tables = Vec::with_capacity(gpus.len());
+        let mut params = Vec::with_capacity(gpus.len());
+        for (rank, gpu) in gpus.iter().enumerate() {
+            let counter = gpu.zeros::<u32>(1)?;
+            let table = gpu.upload(&addresses)?;
+            params.push(MultiGridParam {
+                arrivals: gpu.address(&counter),
+                exchange: addresses[rank],
+                exchanges: gpu.address(&table),
+                rank: rank as u32,
+                ranks,
+                phase: 0,
+                broken: 0,
+            });
+            counters.push(counter);
+            tables.push(table);
+        }
+        Ok(Self {
+            runtimes: gpus.iter().map(|&gpu| gpu.clone()).collect(),
+            _counters: counters,
+            _exchanges: exchanges,
+            _tables: tables,
+            params,
+        })
+    }
+
+    /// GPUs in the barrier.
+    pub fn ranks(&self) -> usize {
+        self.runtimes.len()
+    }
+
+    /// Launches `kernels[i]` (a kernel of GPU `i`'s runtime) cooperatively on each GPU,
+    /// `grid × block` threads each, on each runtime's default stream, each from a host
+    /// thread of its own (so the kernels meet even where a launch returns only when its
+    /// kernel ends, `CUDA_LAUNCH_BLOCKING=1`): its first parameter is the GPU's
+    /// `sync_device::MultiGrid`, then `params[i]`. First every GPU's shape is checked,
+    /// then every GPU's barrier words are zeroed and that is waited for on every GPU (so
+    /// no kernel writes into an inbox still to be zeroed). Returns once every kernel is
+    /// launched; synchronize the runtimes to wait for them.
+    ///
+    /// # Errors
+    ///
+    /// [`CudaError::GridTooLarge`] if a GPU cannot hold every block of its grid at once,
+    /// [`CudaError::LaunchDoesNotFit`] for a shape beyond a kernel's limits (both
+    /// checked on every GPU before anything is launched); a failed driver call.
+    ///
+    /// # Panics
+    ///
+    /// If `kernels` and `params` do not hold one entry per GPU, with `kernels[i]` a
+    /// kernel of GPU `i`.
+    ///
+    /// # Safety
+    ///
+    /// Each kernel's first parameter is a `sync_device::MultiGrid` and the rest match
+    /// `params[i]`, pointing at memory that outlives the kernels; every thread of every
+    /// kernel calls `sync` equally often (one that stops makes the others time out).
+    /// Earlier launches with this barrier have finished.
+    pub unsafe fn launch(
+        &self,
+        kernels: &[&Kernel],
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        params: Vec<KernelParams>,
+    ) -> Result<(), CudaError> {
+        let (grid, block) = (grid.into(), block.into());
+        assert!(
+            kernels.len() == self.ranks() && params.len() == self.ranks(),
+            "MultiGrid::launch: {} kernels and {} parameter lists for {} GPUs",
+            kernels.len(),
+            params.len(),
+            self.ranks()
+        );
+        for (rank, (kernel, runtime)) in kernels.iter().zip(&self.runtimes).enumerate() {
+            assert_eq!(
+                kernel.runtime.ordinal(),
+                runtime.ordinal(),
+                "MultiGrid::launch: rank {rank}'s kernel `{}` is GPU {}'s, the barrier's rank {rank} is GPU {}",
+                kernel.name(),
+                kernel.runtime.ordinal(),
+                runtime.ordinal()
+            );
+            kernel.check_fits(grid, block, 0)?;
+            kernel.check_coresident(grid, block, None, 0)?;
+        }
+        let words = multi_grid::words(self.params[0].ranks);
+        for (rank, runtime) in self.runtimes.iter().enumerate() {
+            runtime.bind()?;
+            let stream = runtime.stream.cu_stream();
+            // SAFETY: the GPU's live counter word and exchange lines (`words` of them),
+            // zeroed in stream order after every earlier launch on the stream.
+            unsafe {
+                sys::cuMemsetD32Async(self.params[rank].arrivals, 0, 1, stream)
+                    .result()
+                    .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
+                sys::cuMemsetD32Async(self.params[rank].exchange, 0, words, stream)
+                    .result()
+                    .map_err(CudaError::driver("zero a multi-GPU barrier's exchange"))?;
+            }
+        }
+        for runtime in &self.runtimes {
+            runtime.stream.synchronize().map_err(CudaError::driver(
+                "wait for the multi-GPU barrier's zeroing",
+            ))?;
+        }
+        let options = LaunchOptions {
+            cooperative: true,
+            ..LaunchOptions::default()
+        };
+        std::thread::scope(|scope| {
+            let launches: Vec<_> = kernels
+                .iter()
+                .zip(&self.runtimes)
+                .zip(params)
+                .zip(&self.params)
+                .map(|(((kernel, runtime), params), param)| {
+                    scope.spawn(move || {
+                        let params = KernelParams::default().words(&param.words()).append(params);
+                        // SAFETY: the caller vouches for the kernel's parameters; the
+                        // barrier's words live as long as `self`, whose earlier
+                        // launches have finished.
+                        unsafe {
+                            kernel.launch_ex(
+                                &runtime.default_stream(),
+                                grid,
+                                block,
+                                options,
+                                params,
+                            )
+                        }
+                    })
+                })
+                .collect();
+            // Every thread is joined (the scope joins the rest if one fails first).
+            launches
+                .into_iter()
+                .try_for_each(|launch| launch.join().expect("a launch thread panicked"))
+        })
+    }
+}
+
+impl MultiGridParam {
+    /// The parameter as `KernelParams` words: 40 bytes, little-endian (three
+    /// addresses, then `rank` and `ranks`, then `phase` and `broken`, two to a word).
+    fn words(&self) -> [u64; 5] {
+        [
+            self.arrivals,
+            self.exchange,
+            self.exchanges,
+            u64::from(self.rank) | u64::from(self.ranks) << 32,
+            u64::from(self.phase) | u64::from(self.broken) << 32,
+        ]
+    }
+}
+
+impl std::fmt::Debug for MultiGrid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MultiGrid")
+            .field(
+                "gpus",
+                &self
+                    .runtimes
+                    .iter()
+                    .map(Runtime::ordinal)
+                    .collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
