@@ -196,7 +196,7 @@ fn multi_grid_phases(
     phases: [u32; 2],
     timeout_ms: u32,
 ) -> ([[u32; 2]; 2], std::time::Duration) {
-    let barrier = MultiGrid::new(&[&**gpus[0], &**gpus[1]]).unwrap();
+    let mut barrier = MultiGrid::new(&[&**gpus[0], &**gpus[1]]).unwrap();
     let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_phases").unwrap());
     let per_gpu = (blocks * threads) as usize;
     let slots = gpus[0]
@@ -239,6 +239,16 @@ fn a_multi_grid_barrier_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
     };
     let blocks = gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap());
     for threads in [128, 1024] {
+        let fit = [&gpu0, &gpu1].map(|gpu| {
+            let kernel = gpu.kernel("multi_grid_phases").unwrap();
+            kernel.max_coresident_blocks(threads).unwrap()
+        });
+        if fit.iter().any(|&fit| fit < blocks) {
+            common::skip(&format!(
+                "{blocks} blocks of {threads} threads per GPU: {fit:?} fit at once"
+            ));
+            continue;
+        }
         let (counts, elapsed) =
             multi_grid_phases([&gpu0, &gpu1], (blocks, threads), [100_000; 2], 10_000);
         eprintln!("{blocks} × {threads} per GPU, 100000 phases: {elapsed:?}");
@@ -267,8 +277,11 @@ fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second()
         [[0, blocks * threads], [0, 0]],
         "(stale neighbour slots, timed-out phases) per GPU: every thread of GPU 0 times out"
     );
-    assert!(
-        elapsed < std::time::Duration::from_secs(1),
-        "GPU 0's threads gave up after {elapsed:?}, not within 1 s"
-    );
+    // Under compute-sanitizer launches and kernels run a hundredfold slower.
+    if common::under_compute_sanitizer().is_none() {
+        assert!(
+            elapsed < std::time::Duration::from_secs(1),
+            "GPU 0's threads gave up after {elapsed:?}, not within 1 s"
+        );
+    }
 }

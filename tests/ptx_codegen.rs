@@ -474,7 +474,8 @@ fn the_grid_barrier_holds_both_forms_inline() {
 /// `MultiGrid::sync` (kernel `multi_grid_phases`): the GPU's arrival is a device-scope
 /// release add; the exchange between GPUs is a system-scope `acq_rel` fence, relaxed
 /// system-scope stores into the peers' inboxes and relaxed system-scope polls of its
-/// own; the verdict reaches the whole block through `barrier.red.or`.
+/// own; the GPU's verdict is an `acq_rel` compare-and-swap, and it reaches the whole
+/// block through `barrier.red.or`.
 #[test]
 fn the_multi_gpu_barrier_compiles_to_its_exchange() {
     let Some(ptx) = ptx() else { return };
@@ -486,7 +487,8 @@ fn the_multi_gpu_barrier_compiles_to_its_exchange() {
         "st.relaxed.sys.u32",
         "ld.relaxed.sys.u32",
         "st.release.gpu.u32",
-        "fence.acquire.sys",
+        "atom.acq_rel.gpu.cas.b32",
+        "fence.acquire.gpu",
     ] {
         assert!(
             instructions.iter().any(|instruction| instruction == wanted),

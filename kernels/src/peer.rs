@@ -89,8 +89,9 @@ pub unsafe extern "gpu-kernel" fn peer_barrier_phases(
 /// `phases` phases of the launch's [`MultiGrid`] barrier, each waited for at most
 /// `timeout_ms`. In phase `p` every thread writes `p` to its slot of buffer `p % 2`
 /// (`slots`: two buffers of `ranks × threads per GPU` words in memory every GPU
-/// reaches; this GPU's threads from `rank × threads per GPU`), syncs, then reads the
-/// slot of the thread with its own index on the next GPU and counts a failure in
+/// reaches; this GPU's threads from `rank × threads per GPU`) with a plain store, syncs,
+/// then reads the slot of the thread with its own index on the next GPU (a plain load)
+/// and counts a failure in
 /// `failures` unless it holds `p` (a write before the barrier on one GPU must be seen
 /// after it on the other). A phase that fails counts in `timeouts` and ends the thread.
 ///
@@ -117,21 +118,19 @@ pub unsafe extern "gpu-kernel" fn multi_grid_phases(
     let timeout = Duration::from_millis(u64::from(timeout_ms));
     for phase in 1..=phases {
         let buffer = (phase % 2 * all) as usize;
-        // SAFETY: `buffer + mine` and `buffer + theirs` are below `2 · all`, in `slots`.
-        let (mine, theirs) = unsafe {
-            (
-                Word::from_ptr(slots.add(buffer + mine as usize)),
-                Word::from_ptr(slots.add(buffer + theirs as usize)),
-            )
-        };
-        <Gpu as Backend<System>>::store(mine, phase, Ordering::Relaxed);
+        // Plain (weak) accesses, which the L1 may cache: only the barrier's fences make
+        // the other GPU's write visible here.
+        // SAFETY: `buffer + mine` is below `2 · all`, in `slots`; no other thread
+        // touches this slot until the neighbour reads it after this phase's barrier.
+        unsafe { slots.add(buffer + mine as usize).write(phase) };
         if gpus.sync_for(timeout).is_err() {
             <Gpu as Backend<Device>>::fetch_add(timeouts, 1, Ordering::Relaxed);
             return;
         }
-        // The barrier orders the other GPU's store before this load; that slot's next
-        // write needs this thread's arrival in the phase after next.
-        if <Gpu as Backend<System>>::load(theirs, Ordering::Relaxed) != phase {
+        // SAFETY: in `slots`; the barrier orders the other GPU's write of this slot
+        // before this read, and its next write needs this thread's arrival in the phase
+        // after next.
+        if unsafe { slots.add(buffer + theirs as usize).read() } != phase {
             <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
         }
     }

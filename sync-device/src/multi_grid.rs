@@ -4,14 +4,15 @@ use core::arch::asm;
 use core::time::Duration;
 
 use sync_shared::layout::grid::GRID_LINE_WORDS;
-use sync_shared::layout::multi_grid::{inbox_line, RELEASE_FAILED_WORD, RELEASE_LINE};
+use sync_shared::layout::multi_grid::{inbox_line, RELEASE_LINE, VERDICT_WORD};
 use sync_shared::{Device, Ordering, System};
 
 use crate::block_barrier::sync_block;
 use crate::geometry::{block_count, thread_in_block};
 use crate::ptx_atomics::PtxScope;
 
-/// How long [`MultiGrid::sync`] waits for the other GPUs before it panics.
+/// How long [`MultiGrid::sync`] waits for the other GPUs before it panics (a block that
+/// does not complete its GPU's arrival waits up to twice that for the verdict).
 pub const MULTI_GRID_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Why a [`MultiGrid::sync_for`] returned without completing the phase.
@@ -36,8 +37,9 @@ pub enum MultiGridError {
 /// whose arrival completes its GPU then takes one system-scope `acq_rel` fence and
 /// writes the phase into its own slot of every other GPU's inbox (relaxed stores over
 /// NVLink or PCIe, issued back to back), and polls its own GPU's inbox (local memory)
-/// until every other GPU's slot shows the phase; one more `acq_rel` fence, and it
-/// writes the phase into its GPU's release word, which that GPU's other blocks poll.
+/// until every other GPU's slot shows the phase; one more `acq_rel` fence, it settles
+/// the GPU's verdict (a compare-and-swap), and writes the phase into its GPU's release
+/// word, which that GPU's other blocks poll.
 /// Every inbox slot and the release word is a 128-byte line of its own. (The design of
 /// NCCL's device-API barrier in its unicast form, an epoch inbox per peer: one fence,
 /// then relaxed stores to each peer, local polling.)
@@ -46,14 +48,18 @@ pub enum MultiGridError {
 /// both its threads: a block's release add and the completing block's read of the
 /// counter (device scope); that block's `fence.acq_rel.sys` and its stores, and the
 /// other GPU's completing block's relaxed reads of its inbox and its own
-/// `fence.acq_rel.sys`; that fence and the release word's store, and the pollers'
-/// relaxed reads plus `fence.acquire.sys`. So every write made by any thread of any GPU
-/// before its `sync` is visible to every thread of every GPU after it.
+/// `fence.acq_rel.sys`; that fence and the release store (or the verdict's swap), and
+/// the pollers' relaxed reads (or swaps) plus `fence.acquire.gpu`. Fences are
+/// cumulative, so every write made by any thread of any GPU before its `sync` is
+/// visible to every thread of every GPU after it. (Generic-proxy writes: data written
+/// by the tensor-memory accelerator needs its own proxy fence first.)
 ///
 /// A GPU that never arrives (its kernel ended early or trapped) cannot hang the
-/// others: every wait has a deadline ([`sync_for`](Self::sync_for)), after which the
-/// waiting GPU's blocks all return [`MultiGridError::TimedOut`] and the barrier stays
-/// broken for the rest of the launch.
+/// others: every wait has a deadline ([`sync_for`](Self::sync_for)), after which every
+/// block of the waiting GPU returns [`MultiGridError::TimedOut`] (one verdict per GPU
+/// and phase) and the barrier stays broken on that GPU for the rest of the launch. A
+/// GPU whose peers had already seen its arrival may pass that phase and fail at the
+/// next.
 ///
 /// Not built yet (see docs/multi-gpu.md): a split arrive/wait, host threads as parties,
 /// the two-level local arrival of large grids.
@@ -100,7 +106,9 @@ impl MultiGrid {
     /// # Panics
     ///
     /// If some GPU does not arrive within [`MULTI_GRID_PATIENCE`] (10 s), or an earlier
-    /// phase failed: use [`sync_for`](Self::sync_for) to handle that instead.
+    /// phase failed. A panic on the GPU is a `trap`, which ends the kernel and loses the
+    /// CUDA context of its GPU: use [`sync_for`](Self::sync_for) to handle a dead peer
+    /// and keep the context.
     #[inline]
     pub fn sync(&mut self) {
         if let Err(error) = self.sync_for(MULTI_GRID_PATIENCE) {
@@ -111,7 +119,8 @@ impl MultiGrid {
     /// [`sync`](Self::sync), waiting about `timeout` for the other GPUs (a block that
     /// does not complete its GPU waits up to twice that for the verdict); on
     /// [`MultiGridError::TimedOut`] every thread of this GPU returns the error, and
-    /// every later call returns [`MultiGridError::Broken`].
+    /// every later call on this GPU returns [`MultiGridError::Broken`]. Other GPUs may
+    /// complete the failed phase (they saw this GPU arrive) and time out at the next.
     pub fn sync_for(&mut self, timeout: Duration) -> Result<(), MultiGridError> {
         if self.broken != 0 {
             return Err(MultiGridError::Broken);
@@ -131,36 +140,43 @@ impl MultiGrid {
     /// failed.
     ///
     /// The completing block waits for the other GPUs until `timeout` after `start`; the
-    /// GPU's other blocks wait for its release (which says whether the phase failed) a
-    /// timeout longer, so that they hear its verdict rather than guess their own.
+    /// GPU's other blocks wait for its release a timeout longer. Whoever decides first
+    /// settles the GPU's verdict for the phase ([`settle`]): the completing block after
+    /// its exchange, or a block that gave up waiting (then: failed). So every block of
+    /// a GPU returns the same verdict, even when the completing block arrived late.
     fn arrive(&self, start: u64, timeout: u64) -> bool {
         let deadline = start.saturating_add(timeout);
         let release = self.line(self.exchange, RELEASE_LINE);
+        let verdict = release.wrapping_add(VERDICT_WORD);
         let target = self.phase.wrapping_mul(block_count());
         // SAFETY: the launch passes a live, zeroed device word for this GPU's grid,
         // which only these atomics touch.
         let before = unsafe { Device::fetch_add_u32(self.arrivals, 1, Ordering::Release) };
-        let failed = if before.wrapping_add(1) == target {
-            self.exchange_with_peers(release, deadline)
+        if before.wrapping_add(1) == target {
+            let failed = self.exchange_with_peers(deadline);
+            let failed = settle(verdict, self.phase, failed);
+            // SAFETY: this GPU's release word, written by its completing block only.
+            unsafe { Device::store_u32(release, self.phase, Ordering::Release) };
+            failed
         } else if wait_for::<Device>(release, self.phase, deadline.saturating_add(timeout)) {
-            // The flag was stored before the phase, whose store is a release.
+            // With the poll's relaxed read, an acquire pattern over the release, which
+            // follows the verdict and carries every GPU's writes.
             Device::fence(Ordering::Acquire);
-            // SAFETY: the release line's flag word, written by the completing block only.
-            unsafe {
-                Device::load_u32(release.wrapping_add(RELEASE_FAILED_WORD), Ordering::Relaxed) != 0
-            }
+            settle(verdict, self.phase, true)
         } else {
-            true
-        };
-        // With the poll's relaxed read (or the completing block's fence), an acquire
-        // pattern over the release, which carries every GPU's.
-        System::fence(Ordering::Acquire);
-        failed
+            settle(verdict, self.phase, true)
+        }
     }
 
-    /// The completing block's exchange: its GPU's phase to every peer, every peer's
-    /// from the inbox, then the release of its GPU's other blocks. Whether it failed.
-    fn exchange_with_peers(&self, release: *mut u32, deadline: u64) -> bool {
+    /// The completing block's exchange: its GPU's phase to every peer, then every
+    /// peer's from the inbox. Whether some peer did not arrive by `deadline`.
+    ///
+    /// Memory ordering: the first `acq_rel` fence acquires this GPU's arrivals (the
+    /// add's reply read the counter's chain of release adds) and releases them with the
+    /// relaxed stores to the peers; the second acquires the peers' (their stores, read
+    /// by the polls) and releases everything to this GPU's blocks through the verdict
+    /// and the release word.
+    fn exchange_with_peers(&self, deadline: u64) -> bool {
         System::fence(Ordering::AcqRel);
         for peer in 0..self.ranks {
             if peer != self.rank {
@@ -184,15 +200,6 @@ impl MultiGrid {
             }
         }
         System::fence(Ordering::AcqRel);
-        // SAFETY: this GPU's release line, written by its completing block only.
-        unsafe {
-            Device::store_u32(
-                release.wrapping_add(RELEASE_FAILED_WORD),
-                u32::from(failed),
-                Ordering::Relaxed,
-            );
-            Device::store_u32(release, self.phase, Ordering::Release);
-        }
         failed
     }
 
@@ -232,6 +239,32 @@ fn wait_for<S: PtxScope>(word: *mut u32, target: u32, deadline: u64) -> bool {
         if now_ns() > deadline {
             return false;
         }
+    }
+}
+
+/// Settles the verdict of phase `phase` in `word` (the phase's low 31 bits, shifted
+/// left, plus 1 if it failed): the first proposal of the phase wins; returns whether
+/// the settled verdict is "failed".
+///
+/// Memory ordering: `acq_rel` compare-and-swaps: a block that settles after the
+/// completing block acquires what that block released (its fence, then its swap).
+fn settle(word: *mut u32, phase: u32, failed: bool) -> bool {
+    let tag = phase & (u32::MAX >> 1);
+    let proposal = tag << 1 | u32::from(failed);
+    // SAFETY: this GPU's verdict word, zeroed by the launch, touched only here.
+    let mut current = unsafe { Device::load_u32(word, Ordering::Relaxed) };
+    loop {
+        if current >> 1 == tag {
+            // Already settled: acquire it as the swap would have.
+            Device::fence(Ordering::Acquire);
+            return current & 1 != 0;
+        }
+        // SAFETY: as above.
+        let seen = unsafe { Device::cas_u32(word, current, proposal, Ordering::AcqRel) };
+        if seen == current {
+            return failed;
+        }
+        current = seen;
     }
 }
 

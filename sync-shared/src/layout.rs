@@ -162,10 +162,11 @@ pub mod grid {
 pub mod multi_grid {
     use super::grid::GRID_LINE_WORDS;
 
-    /// The line of the release word (its first) and the failure flag.
+    /// The line of the release word (its first) and the verdict word.
     pub const RELEASE_LINE: usize = 0;
-    /// The failure flag's word on the release line (nonzero: the phase failed).
-    pub const RELEASE_FAILED_WORD: usize = 1;
+    /// The verdict word on the release line: the last settled phase (low 31 bits)
+    /// shifted left, plus 1 if it failed.
+    pub const VERDICT_WORD: usize = 1;
 
     /// The inbox line that GPU `rank` writes the phases it completed into.
     pub const fn inbox_line(rank: u32) -> usize {

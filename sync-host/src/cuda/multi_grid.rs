@@ -45,7 +45,7 @@ sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let gpus = [Runtime::open(0)?, Runtime::open(1)?];
-/// let barrier = MultiGrid::new(&[&gpus[0], &gpus[1]])?;
+/// let mut barrier = MultiGrid::new(&[&gpus[0], &gpus[1]])?;
 /// let modules = [gpus[0].load_file("k.ptx")?, gpus[1].load_file("k.ptx")?];
 /// let kernels = [modules[0].kernel("step")?, modules[1].kernel("step")?];
 /// let params = vec![KernelParams::new().u32(100), KernelParams::new().u32(100)];
@@ -142,16 +142,20 @@ impl MultiGrid {
     /// `grid × block` threads each, on each runtime's default stream, each from a host
     /// thread of its own (so the kernels meet even where a launch returns only when its
     /// kernel ends, `CUDA_LAUNCH_BLOCKING=1`): its first parameter is the GPU's
-    /// `sync_device::MultiGrid`, then `params[i]`. First every GPU's shape is checked,
-    /// then every GPU's barrier words are zeroed and that is waited for on every GPU (so
-    /// no kernel writes into an inbox still to be zeroed). Returns once every kernel is
-    /// launched; synchronize the runtimes to wait for them.
+    /// `sync_device::MultiGrid`, then `params[i]`. First every GPU's shape is checked;
+    /// then every GPU's stream is waited for (an earlier launch's kernels included),
+    /// every GPU's barrier words are zeroed, and that is waited for on every GPU (so no
+    /// kernel writes into an inbox still to be zeroed). Returns once every kernel is
+    /// launched; synchronize the runtimes to wait for them. `&mut self`: one launch of a
+    /// barrier at a time.
     ///
     /// # Errors
     ///
     /// [`CudaError::GridTooLarge`] if a GPU cannot hold every block of its grid at once,
     /// [`CudaError::LaunchDoesNotFit`] for a shape beyond a kernel's limits (both
-    /// checked on every GPU before anything is launched); a failed driver call.
+    /// checked on every GPU before anything is launched); a failed driver call. If one
+    /// GPU's launch fails after another's succeeded, the launched kernels run until
+    /// their waits time out: synchronize every runtime before using the barrier again.
     ///
     /// # Panics
     ///
@@ -163,9 +167,8 @@ impl MultiGrid {
     /// Each kernel's first parameter is a `sync_device::MultiGrid` and the rest match
     /// `params[i]`, pointing at memory that outlives the kernels; every thread of every
     /// kernel calls `sync` equally often (one that stops makes the others time out).
-    /// Earlier launches with this barrier have finished.
     pub unsafe fn launch(
-        &self,
+        &mut self,
         kernels: &[&Kernel],
         grid: impl Into<Dim3>,
         block: impl Into<Dim3>,
@@ -191,26 +194,26 @@ impl MultiGrid {
             kernel.check_fits(grid, block, 0)?;
             kernel.check_coresident(grid, block, None, 0)?;
         }
+        // Every GPU's earlier work (a kernel of an earlier launch may still write into
+        // a peer's inbox) ends before any word is zeroed, and every zeroing before any
+        // kernel starts.
+        self.synchronize_all("wait for the GPUs before a multi-GPU launch")?;
         let words = multi_grid::words(self.params[0].ranks);
-        for (rank, runtime) in self.runtimes.iter().enumerate() {
+        for (param, runtime) in self.params.iter().zip(&self.runtimes) {
             runtime.bind()?;
             let stream = runtime.stream.cu_stream();
-            // SAFETY: the GPU's live counter word and exchange lines (`words` of them),
-            // zeroed in stream order after every earlier launch on the stream.
+            // SAFETY: the GPU's live counter word and exchange lines (`words` of them);
+            // no kernel uses them (every stream synchronized above).
             unsafe {
-                sys::cuMemsetD32Async(self.params[rank].arrivals, 0, 1, stream)
+                sys::cuMemsetD32Async(param.arrivals, 0, 1, stream)
                     .result()
                     .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
-                sys::cuMemsetD32Async(self.params[rank].exchange, 0, words, stream)
+                sys::cuMemsetD32Async(param.exchange, 0, words, stream)
                     .result()
                     .map_err(CudaError::driver("zero a multi-GPU barrier's exchange"))?;
             }
         }
-        for runtime in &self.runtimes {
-            runtime.stream.synchronize().map_err(CudaError::driver(
-                "wait for the multi-GPU barrier's zeroing",
-            ))?;
-        }
+        self.synchronize_all("wait for the multi-GPU barrier's zeroing")?;
         let options = LaunchOptions {
             cooperative: true,
             ..LaunchOptions::default()
@@ -243,6 +246,18 @@ impl MultiGrid {
             launches
                 .into_iter()
                 .try_for_each(|launch| launch.join().expect("a launch thread panicked"))
+        })
+    }
+}
+
+impl MultiGrid {
+    /// Waits for every GPU's stream.
+    fn synchronize_all(&self, operation: &'static str) -> Result<(), CudaError> {
+        self.runtimes.iter().try_for_each(|runtime| {
+            runtime
+                .stream
+                .synchronize()
+                .map_err(CudaError::driver(operation))
         })
     }
 }
