@@ -443,18 +443,17 @@ fn the_grid_barrier_holds_both_forms_inline() {
     let Some(ptx) = ptx() else { return };
     let body = entries(ptx)["cost_grid_sync"];
     let instructions = synchronizing_instructions(body);
-    for wanted in [
-        "atom.release.gpu.add.u32",
-        "ld.relaxed.gpu.u32",
-        "fence.acquire.gpu",
-        "fence.acq_rel.gpu",
-        "st.relaxed.gpu.u32",
-    ] {
-        assert!(
-            instructions.iter().any(|instruction| instruction == wanted),
-            "cost_grid_sync: no {wanted} in {instructions:?}"
-        );
-    }
+    assert_holds(
+        "cost_grid_sync",
+        &instructions,
+        &[
+            "atom.release.gpu.add.u32",
+            "ld.relaxed.gpu.u32",
+            "fence.acquire.gpu",
+            "fence.acq_rel.gpu",
+            "st.relaxed.gpu.u32",
+        ],
+    );
     for unwanted in ["ld.acquire.gpu.u32", "fence.sc.gpu"] {
         assert!(
             !instructions
@@ -481,22 +480,31 @@ fn the_multi_gpu_barrier_compiles_to_its_exchange() {
     let Some(ptx) = ptx() else { return };
     let body = entries(ptx)["multi_grid_phases"];
     let instructions = synchronizing_instructions(body);
-    for wanted in [
-        "atom.release.gpu.add.u32",
-        "fence.acq_rel.sys",
-        "st.relaxed.sys.u32",
-        "ld.relaxed.sys.u32",
-        "st.release.gpu.u32",
-        "atom.acq_rel.gpu.cas.b32",
-        "fence.acquire.gpu",
-    ] {
-        assert!(
-            instructions.iter().any(|instruction| instruction == wanted),
-            "multi_grid_phases: no {wanted} in {instructions:?}"
-        );
-    }
+    assert_holds(
+        "multi_grid_phases",
+        &instructions,
+        &[
+            "atom.release.gpu.add.u32",
+            "fence.acq_rel.sys",
+            "st.relaxed.sys.u32",
+            "ld.relaxed.sys.u32",
+            "st.release.gpu.u32",
+            "atom.acq_rel.gpu.cas.b32",
+            "fence.acquire.gpu",
+        ],
+    );
     assert!(
         body.contains("barrier.red.or.pred"),
         "multi_grid_phases: no barrier.red.or"
     );
+}
+
+/// Fails unless `kernel`'s synchronizing `instructions` hold every one of `wanted`.
+fn assert_holds(kernel: &str, instructions: &[String], wanted: &[&str]) {
+    for wanted in wanted {
+        assert!(
+            instructions.iter().any(|instruction| instruction == wanted),
+            "{kernel}: no {wanted} in {instructions:?}"
+        );
+    }
 }

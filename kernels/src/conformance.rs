@@ -41,14 +41,13 @@
 //! Blocks must have a multiple of 32 threads (a pair phase syncs whole warps), and
 //! teams a multiple of 4 members.
 
-use core::arch::asm;
 use core::cell::UnsafeCell;
 use core::time::Duration;
 
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{
     block_index, block_size, cluster_rank, global_thread_count, global_thread_index, is_shared,
-    map_to_block, shared, sync_block, sync_cluster, thread_in_block, warp, BlockBarrier,
+    map_to_block, shared, sync_block, sync_block_any, sync_cluster, thread_in_block, warp, BlockBarrier,
     ClusterBarrier, GlobalTime, Gpu, Grid, SharedBarrier, SharedToken, WholeBlock,
 };
 use sync_shared::{
@@ -193,24 +192,6 @@ fn device_load(word: &Word) -> u32 {
 
 fn device_store(word: &Word, value: u32) {
     <Gpu as Backend<Device>>::store(word, value, Ordering::Relaxed)
-}
-
-/// Whether `predicate` holds in any thread of the block (`barrier.red.or.pred`, like
-/// `__syncthreads_or`). Collective: every thread of the block calls it. Used so that a
-/// whole block takes the same path into a collective operation.
-fn block_any(predicate: bool) -> bool {
-    let any: u32;
-    // SAFETY: a block barrier with a reduction over register values; touches no memory
-    // (its memory effect is ordering only).
-    unsafe {
-        asm!(
-            "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 0, p; selp.u32 {a}, 1, 0, q; }}",
-            v = in(reg32) u32::from(predicate),
-            a = out(reg32) any,
-            options(nostack),
-        )
-    };
-    any != 0
 }
 
 // ---------------------------------------------------------------------------------
@@ -755,7 +736,7 @@ fn meet<B: PhaseBarrier>(barrier: &B, ctx: &Ctx, meeting: Meeting, parity: bool)
         }
         Meeting::WholeBlock => {
             // The whole block must take the same path into the collective operation.
-            if block_any(ctx.aborted()) {
+            if sync_block_any(ctx.aborted()) {
                 return split_phase(barrier, ctx, 1, parity);
             }
             barrier.block_arrive_and_wait();
@@ -1145,7 +1126,7 @@ fn check_latches<S: PtxScope>(latches: &Latches<S>, ctx: &Ctx) {
     // came before its reader's arrival in (2), which this thread has seen complete.
     ctx.write_slot(0, 3);
     check!(ctx, !latches.whole_blocks.try_wait());
-    if block_any(ctx.aborted()) {
+    if sync_block_any(ctx.aborted()) {
         sync_block();
         if thread_in_block() == 0 {
             latches.whole_blocks.count_down(block_size());

@@ -14,6 +14,25 @@ pub fn sync_block() {
     unsafe { asm!("barrier.sync 0;", options(nostack)) };
 }
 
+/// `barrier.red.or`: a block barrier, as [`sync_block`], that also tells every thread
+/// whether `predicate` holds in any thread of the block (`__syncthreads_or`).
+/// Collective: every thread of the block calls it.
+#[inline(always)]
+pub fn sync_block_any(predicate: bool) -> bool {
+    let any: u32;
+    // SAFETY: a block barrier with a reduction over register values; its memory effect
+    // is ordering only.
+    unsafe {
+        asm!(
+            "{{ .reg .pred p, q; setp.ne.u32 p, {v}, 0; barrier.red.or.pred q, 0, p; selp.u32 {a}, 1, 0, q; }}",
+            v = in(reg32) u32::from(predicate),
+            a = out(reg32) any,
+            options(nostack),
+        )
+    };
+    any != 0
+}
+
 /// A barrier that every thread of the block takes part in, on the hardware block
 /// barrier (`barrier.sync`, what `__syncthreads()` compiles to): no memory, and no
 /// atomic operations.

@@ -178,7 +178,7 @@ pub mod warp;
 mod whole_block;
 
 #[cfg(target_arch = "nvptx64")]
-pub use block_barrier::{sync_block, BlockBarrier};
+pub use block_barrier::{sync_block, sync_block_any, BlockBarrier};
 #[cfg(target_arch = "nvptx64")]
 pub use bus_side::DeviceWait;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]

@@ -1,14 +1,14 @@
 //! [`MultiGrid`]: one barrier for cooperative grids on several GPUs of one machine.
 
-use core::arch::asm;
 use core::time::Duration;
 
 use sync_shared::layout::grid::GRID_LINE_WORDS;
 use sync_shared::layout::multi_grid::{inbox_line, RELEASE_LINE, VERDICT_WORD};
-use sync_shared::{Device, Ordering, System};
+use sync_shared::{Backend, Device, Ordering, System};
 
-use crate::block_barrier::sync_block;
+use crate::block_barrier::{sync_block, sync_block_any};
 use crate::geometry::{block_count, thread_in_block};
+use crate::gpu::Gpu;
 use crate::ptx_atomics::PtxScope;
 
 /// How long [`MultiGrid::sync`] waits for the other GPUs before it panics (a block that
@@ -129,7 +129,7 @@ impl MultiGrid {
         let timeout = nanoseconds(timeout);
         sync_block();
         let mine = thread_in_block() == 0 && self.arrive(now_ns(), timeout);
-        if block_any(mine) {
+        if sync_block_any(mine) {
             self.broken = 1;
             return Err(MultiGridError::TimedOut);
         }
@@ -268,31 +268,10 @@ fn settle(word: *mut u32, phase: u32, failed: bool) -> bool {
     }
 }
 
-/// Whether any thread of the block passes `true`: a block barrier that also reduces
-/// one predicate (`barrier.red.or`, `__syncthreads_or`), ordering the block's memory
-/// accesses as `barrier.sync` does.
-#[inline(always)]
-fn block_any(mine: bool) -> bool {
-    let any: u32;
-    // SAFETY: a block barrier that reduces one predicate; no memory operands.
-    unsafe {
-        asm!(
-            "{{ .reg .pred p, q; setp.ne.u32 p, {mine}, 0; barrier.red.or.pred q, 0, p; selp.u32 {any}, 1, 0, q; }}",
-            mine = in(reg32) u32::from(mine),
-            any = out(reg32) any,
-            options(nostack),
-        )
-    };
-    any != 0
-}
-
 /// `%globaltimer`, in nanoseconds.
 #[inline(always)]
 fn now_ns() -> u64 {
-    let ns: u64;
-    // SAFETY: reading a special register touches no memory.
-    unsafe { asm!("mov.u64 {t}, %globaltimer;", t = out(reg64) ns, options(nomem, nostack)) };
-    ns
+    <Gpu as Backend<System>>::now().0
 }
 
 fn nanoseconds(duration: Duration) -> u64 {
