@@ -48,8 +48,8 @@ pub enum MultiGridError {
 /// both its threads: a block's release add and the completing block's read of the
 /// counter (device scope); that block's `fence.acq_rel.sys` and its stores, and the
 /// other GPU's completing block's relaxed reads of its inbox and its own
-/// `fence.acq_rel.sys`; that fence and the release store (or the verdict's swap), and
-/// the pollers' relaxed reads (or swaps) plus `fence.acquire.gpu`. Fences are
+/// `fence.acq_rel.sys`; that fence and the verdict's compare-and-swap, and the other
+/// blocks' relaxed read of the verdict plus `fence.acquire.gpu` (or their own swap). Fences are
 /// cumulative, so every write made by any thread of any GPU before its `sync` is
 /// visible to every thread of every GPU after it. (Generic-proxy writes: data written
 /// by the tensor-memory accelerator needs its own proxy fence first.)
@@ -158,12 +158,11 @@ impl MultiGrid {
             // SAFETY: this GPU's release word, written by its completing block only.
             unsafe { Device::store_u32(release, self.phase, Ordering::Release) };
             failed
-        } else if wait_for::<Device>(release, self.phase, deadline.saturating_add(timeout)) {
-            // With the poll's relaxed read, an acquire pattern over the release, which
-            // follows the verdict and carries every GPU's writes.
-            Device::fence(Ordering::Acquire);
-            settle(verdict, self.phase, true)
         } else {
+            // Once the release shows, the verdict is settled and `settle` reads it;
+            // past the deadline this block proposes a failure itself.
+            let _released =
+                wait_for::<Device>(release, self.phase, deadline.saturating_add(timeout));
             settle(verdict, self.phase, true)
         }
     }
