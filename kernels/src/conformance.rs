@@ -47,8 +47,8 @@ use core::time::Duration;
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{
     block_index, block_size, cluster_rank, global_thread_count, global_thread_index, is_shared,
-    map_to_block, shared, sync_block, sync_block_any, sync_cluster, thread_in_block, warp, BlockBarrier,
-    ClusterBarrier, GlobalTime, Gpu, Grid, SharedBarrier, SharedToken, WholeBlock,
+    map_to_block, shared, sync_block, sync_block_any, sync_cluster, thread_in_block, warp,
+    BlockBarrier, ClusterBarrier, GlobalTime, Gpu, Grid, SharedBarrier, SharedToken, WholeBlock,
 };
 use sync_shared::{
     ArrivalToken, Backend, Barrier, Block, Cluster, Completion, CountingSemaphore, Device, Latch,
