@@ -23,6 +23,8 @@
 #                                         # its grid barrier with the project's)
 #   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
 #                                         # the file)
+#   nvcc ... DIR/multi_gpu_baselines.cu   # two GPUs: the CUDA C++ barriers and ping-pong
+#                                         # MultiGrid is to be measured beside (see the file)
 #   python3 DIR/mbarrier-loop.py          # what Barrier<Block> pays per phase over the
 #                                         # bare mbarrier loop (needs nvcc and cupy)
 #
@@ -77,7 +79,7 @@ cp scripts/gpu-mbarrier-loop.py "$out/mbarrier-loop.py"
 cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
 # The CUDA C++ peers compare.sh builds and runs beside the report, and the C++20 host
 # peers host.sh and gate.sh build (the project's own); the stored ratios gate.sh checks.
-cp baselines/gpu_baselines.cu baselines/host_baselines.cpp "$out/"
+cp baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu baselines/host_baselines.cpp "$out/"
 cp benches/ratios.json "$out/ratios.json"
 
 cat > "$out/run.sh" <<'RUN'

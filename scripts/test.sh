@@ -19,6 +19,13 @@ export PTXAS
 # A missing PTX is a failure here, not a silently skipped GPU section.
 export SYNC_BUILD_REQUIRED=1
 
+step "the CUDA C++ baselines compile (nvcc from PyPI; they run only on a GPU host)"
+NVCC="$(bash scripts/nvcc.sh)"
+mkdir -p target/baselines
+for source in baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu scripts/gpu-mapped-line.cu; do
+    "$NVCC" -O3 -std=c++20 -arch=sm_90 "$source" -o "target/baselines/$(basename "$source" .cu)"
+done
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path kernels/Cargo.toml -- --check
