@@ -8,7 +8,7 @@ use sync_shared::{Backend, Device, Ordering, System};
 
 use crate::block_barrier::{sync_block, sync_block_any};
 use crate::geometry::{block_count, thread_in_block};
-use crate::gpu::Gpu;
+use crate::gpu::{GlobalTime, Gpu};
 use crate::ptx_atomics::PtxScope;
 
 /// How long [`MultiGrid::sync`] waits for the other GPUs before it panics (a block that
@@ -126,9 +126,8 @@ impl MultiGrid {
             return Err(MultiGridError::Broken);
         }
         self.phase = self.phase.wrapping_add(1);
-        let timeout = nanoseconds(timeout);
         sync_block();
-        let mine = thread_in_block() == 0 && self.arrive(now_ns(), timeout);
+        let mine = thread_in_block() == 0 && self.arrive(timeout);
         if sync_block_any(mine) {
             self.broken = 1;
             return Err(MultiGridError::TimedOut);
@@ -139,13 +138,13 @@ impl MultiGrid {
     /// Thread 0's part of a phase, between the block's two barriers: whether the phase
     /// failed.
     ///
-    /// The completing block waits for the other GPUs until `timeout` after `start`; the
+    /// The completing block waits for the other GPUs until `timeout` from now; the
     /// GPU's other blocks wait for its release a timeout longer. Whoever decides first
     /// settles the GPU's verdict for the phase ([`settle`]): the completing block after
     /// its exchange, or a block that gave up waiting (then: failed). So every block of
     /// a GPU returns the same verdict, even when the completing block arrived late.
-    fn arrive(&self, start: u64, timeout: u64) -> bool {
-        let deadline = start.saturating_add(timeout);
+    fn arrive(&self, timeout: Duration) -> bool {
+        let deadline = <Gpu as Backend<System>>::after(<Gpu as Backend<System>>::now(), timeout);
         let release = self.line(self.exchange, RELEASE_LINE);
         let verdict = release.wrapping_add(VERDICT_WORD);
         let target = self.phase.wrapping_mul(block_count());
@@ -161,8 +160,11 @@ impl MultiGrid {
         } else {
             // Once the release shows, the verdict is settled and `settle` reads it;
             // past the deadline this block proposes a failure itself.
-            let _released =
-                wait_for::<Device>(release, self.phase, deadline.saturating_add(timeout));
+            let _released = wait_for::<Device>(
+                release,
+                self.phase,
+                <Gpu as Backend<System>>::after(deadline, timeout),
+            );
             settle(verdict, self.phase, true)
         }
     }
@@ -175,7 +177,7 @@ impl MultiGrid {
     /// relaxed stores to the peers; the second acquires the peers' (their stores, read
     /// by the polls) and releases everything to this GPU's blocks through the verdict
     /// and the release word.
-    fn exchange_with_peers(&self, deadline: u64) -> bool {
+    fn exchange_with_peers(&self, deadline: GlobalTime) -> bool {
         System::fence(Ordering::AcqRel);
         for peer in 0..self.ranks {
             if peer != self.rank {
@@ -225,17 +227,17 @@ impl MultiGrid {
 }
 
 /// Polls `word` with relaxed loads at scope `S` until it reaches `target` (wrapping
-/// comparison, as in `Grid`), or `deadline` (`%globaltimer` ns) passes: whether it
+/// comparison, as in `Grid`), or `deadline` (`%globaltimer`) passes: whether it
 /// reached it.
 #[inline(always)]
-fn wait_for<S: PtxScope>(word: *mut u32, target: u32, deadline: u64) -> bool {
+fn wait_for<S: PtxScope>(word: *mut u32, target: u32, deadline: GlobalTime) -> bool {
     loop {
         // SAFETY: a live barrier word of the launch (see the callers).
         let value = unsafe { S::load_u32(word, Ordering::Relaxed) };
         if (value.wrapping_sub(target) as i32) >= 0 {
             return true;
         }
-        if now_ns() > deadline {
+        if <Gpu as Backend<System>>::now() > deadline {
             return false;
         }
     }
@@ -265,14 +267,4 @@ fn settle(word: *mut u32, phase: u32, failed: bool) -> bool {
         }
         current = seen;
     }
-}
-
-/// `%globaltimer`, in nanoseconds.
-#[inline(always)]
-fn now_ns() -> u64 {
-    <Gpu as Backend<System>>::now().0
-}
-
-fn nanoseconds(duration: Duration) -> u64 {
-    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
