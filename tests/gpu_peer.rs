@@ -15,7 +15,7 @@ mod common;
 use common::hang_guard;
 use harness::Gpu;
 use scoped_sync::cuda::{KernelParams, LaunchOptions, MultiGrid, PeerLink, PlacementError};
-use scoped_sync::{Barrier, Latch};
+use scoped_sync::{Barrier, BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
 
 /// GPUs 0 and 1 with the project's kernels, or `None` after saying why the test is
 /// skipped.
@@ -284,4 +284,121 @@ fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second()
             "GPU 0's threads gave up after {elapsed:?}, not within 1 s"
         );
     }
+}
+
+#[test]
+fn an_abort_on_one_gpu_ends_the_phase_on_both_with_broken() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    let (blocks, threads) = (gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap()), 128);
+    let phases = 50;
+    let mut barrier = MultiGrid::new(&[&*gpu0, &*gpu1]).unwrap();
+    let gpus = [&gpu0, &gpu1];
+    let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_abort_after").unwrap());
+    let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
+    let params = (0..2)
+        .map(|i| {
+            let counts = gpus[i].address(&counts[i]);
+            KernelParams::new()
+                .u32(phases)
+                .u32(u32::from(i == 0))
+                .pointer(counts)
+                .pointer(counts + 4)
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    hang_guard("MultiGrid::abort across two GPUs", 300, || {
+        // SAFETY: `multi_grid_abort_after(MultiGrid, phases, abort, broken, passed)` on
+        // both GPUs, the same grid on each; the counts outlive the kernels.
+        unsafe { barrier.launch(&[&kernels[0], &kernels[1]], blocks, threads, params) }.unwrap();
+        for gpu in gpus {
+            gpu.synchronize().unwrap();
+        }
+    });
+    let elapsed = started.elapsed();
+    let per_gpu = blocks * threads;
+    for (i, gpu) in gpus.iter().enumerate() {
+        let words = gpu.download(&counts[i]).unwrap();
+        assert_eq!(
+            (words[0], words[1]),
+            (per_gpu, phases * per_gpu),
+            "GPU {i}: (waits ended Broken, waits passed); every thread passes {phases} phases, then sees the abort"
+        );
+    }
+    // Far below the 10 s patience: the abort, not a timeout, ended the waits.
+    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+}
+
+/// The payload of unit `k` of `peer_handoff_produce` (kernels/src/peer.rs).
+fn handoff_payload(k: u64) -> u64 {
+    k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
+}
+
+#[test]
+fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    const UNITS: u64 = 1_000_000;
+    const RING: u64 = 64;
+    // The work semaphore and the slots in the consumer's (GPU 1's) memory, the credits
+    // in the producer's: every poll is local, every release one store across.
+    let work = gpu1
+        .place_for_peers(&HandoffSemaphore::<GpuToGpu>::new(0), &[&gpu0])
+        .unwrap();
+    let credits = gpu0
+        .place_for_peers(&HandoffSemaphore::<GpuToGpu>::new(RING), &[&gpu1])
+        .unwrap();
+    let stop = gpu0
+        .place_for_peers(&BusStopSource::new(), &[&gpu1])
+        .unwrap();
+    let slots = gpu1.zeros_for_peers(2 * RING as usize, &[&gpu0]).unwrap();
+    let failures = gpu0.zeros::<u32>(1).unwrap();
+    let result = gpu1.zeros::<u64>(3).unwrap();
+    let started = std::time::Instant::now();
+    hang_guard("a handoff between two GPUs", 300, || {
+        std::thread::scope(|s| {
+            let producer = KernelParams::new()
+                .pointer(work.device_address())
+                .pointer(credits.device_address())
+                .pointer(slots.device_address())
+                .u64(UNITS)
+                .pointer(stop.device_address())
+                .pointer(gpu0.address(&failures));
+            let consumer = KernelParams::new()
+                .pointer(work.device_address())
+                .pointer(credits.device_address())
+                .pointer(slots.device_address())
+                .pointer(stop.device_address())
+                .pointer(gpu1.address(&result));
+            for (gpu, name, params) in [
+                (&gpu0, "peer_handoff_produce", producer),
+                (&gpu1, "peer_handoff_consume", consumer),
+            ] {
+                s.spawn(move || {
+                    let kernel = gpu.kernel(name).unwrap();
+                    let stream = gpu.default_stream();
+                    // SAFETY: the kernels' signatures; every object outlives them.
+                    unsafe { kernel.launch_ex(&stream, 1, 32, LaunchOptions::default(), params) }
+                        .unwrap();
+                    stream.synchronize().unwrap();
+                });
+            }
+        });
+    });
+    let elapsed = started.elapsed();
+    let expected = (0..UNITS).fold(0u64, |sum, k| sum.wrapping_add(handoff_payload(k)));
+    let result = gpu1.download(&result).unwrap();
+    eprintln!("{UNITS} units GPU 0 → GPU 1 through a ring of {RING}: {elapsed:?}");
+    assert_eq!(
+        gpu0.download(&failures).unwrap(),
+        [0],
+        "producer waits that failed"
+    );
+    assert_eq!(
+        (result[0], result[1], result[2]),
+        (UNITS, expected, 0),
+        "consumer: (units, checksum, out-of-order units or failed waits)"
+    );
 }

@@ -3,7 +3,10 @@
 
 use core::time::Duration;
 
-use sync_device::{global_thread_count, global_thread_index, Gpu, MultiGrid};
+use sync_device::{
+    global_thread_count, global_thread_index, BusStopSource, DeviceWait, Gpu, GpuToGpu,
+    HandoffSemaphore, MultiGrid, MultiGridError, WaitError,
+};
 use sync_shared::{Backend, Barrier, Device, Latch, Ordering, System, Word};
 
 /// How long a thread waits for the other GPU before it counts a failure and leaves
@@ -87,7 +90,7 @@ pub unsafe extern "gpu-kernel" fn peer_barrier_phases(
 }
 
 /// `phases` phases of the launch's [`MultiGrid`] barrier, each waited for at most
-/// `timeout_ms`. In phase `p` every thread writes `p` to its slot of buffer `p % 2`
+/// `timeout_ms` (odd phases through `arrive` and `wait_for`). In phase `p` every thread writes `p` to its slot of buffer `p % 2`
 /// (`slots`: two buffers of `ranks × threads per GPU` words in memory every GPU
 /// reaches; this GPU's threads from `rank × threads per GPU`) with a plain store, syncs,
 /// then reads the slot of the thread with its own index on the next GPU (a plain load)
@@ -123,7 +126,19 @@ pub unsafe extern "gpu-kernel" fn multi_grid_phases(
         // SAFETY: `buffer + mine` is below `2 · all`, in `slots`; no other thread
         // touches this slot until the neighbour reads it after this phase's barrier.
         unsafe { slots.add(buffer + mine as usize).write(phase) };
-        if gpus.sync_for(timeout).is_err() {
+        // Odd phases split the barrier: between the arrival and the wait the thread
+        // reads its own slot back (work that needs no other GPU).
+        let passed = if phase % 2 == 0 {
+            gpus.sync_for(timeout)
+        } else {
+            let arrival = gpus.arrive();
+            // SAFETY: as above; this thread's own slot.
+            if unsafe { slots.add(buffer + mine as usize).read() } != phase {
+                <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
+            }
+            gpus.wait_for(arrival, timeout)
+        };
+        if passed.is_err() {
             <Gpu as Backend<Device>>::fetch_add(timeouts, 1, Ordering::Relaxed);
             return;
         }
@@ -133,5 +148,262 @@ pub unsafe extern "gpu-kernel" fn multi_grid_phases(
         if unsafe { slots.add(buffer + theirs as usize).read() } != phase {
             <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
         }
+    }
+}
+
+/// `phases` phases of `MultiGrid::sync`; thread 0 of block 0 writes the time from the
+/// start of phase 2 to the end of the last (`%globaltimer`, nanoseconds) to `elapsed`,
+/// as `baselines/multi_gpu_baselines.cu` times its barriers.
+///
+/// # Safety
+///
+/// Launched through `MultiGrid::launch` with the same grid on every GPU; `elapsed`
+/// points to a live word of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn multi_grid_timed(
+    mut gpus: MultiGrid,
+    phases: u32,
+    elapsed: *mut u64,
+) {
+    let first = global_thread_index() == 0;
+    let mut start = <Gpu as Backend<System>>::now();
+    for phase in 1..=phases {
+        if phase == 2 && first {
+            start = <Gpu as Backend<System>>::now();
+        }
+        gpus.sync();
+    }
+    if first {
+        // SAFETY: the caller's contract.
+        unsafe { elapsed.write(<Gpu as Backend<System>>::now().0 - start.0) };
+    }
+}
+
+/// `phases` phases of `MultiGrid::sync_for` (10 s each), then thread 0 of block 0
+/// traps (the kernel dies with the GPU's context); the other threads return.
+///
+/// # Safety
+///
+/// Launched through `MultiGrid::launch` with the same grid on every GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn multi_grid_trap_after(mut gpus: MultiGrid, phases: u32) {
+    for _ in 0..phases {
+        if gpus.sync_for(PATIENCE).is_err() {
+            return;
+        }
+    }
+    if global_thread_index() == 0 {
+        // SAFETY: `trap` aborts the kernel, which is the point.
+        unsafe { core::arch::asm!("trap;", options(noreturn)) }
+    }
+}
+
+/// Thread 0 of block 0 breaks the barrier (`MultiGrid::abort`) after `phases` phases;
+/// every thread counts in `broken` a wait that ended with `Broken` and in `passed` one
+/// that completed, waiting at most 10 s each, for `phases + 1` phases.
+///
+/// # Safety
+///
+/// Launched through `MultiGrid::launch` with the same grid on every GPU; `broken` and
+/// `passed` point to live words of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn multi_grid_abort_after(
+    mut gpus: MultiGrid,
+    phases: u32,
+    abort: u32,
+    broken: *mut u32,
+    passed: *mut u32,
+) {
+    // SAFETY: the caller's contract.
+    let (broken, passed) = unsafe { (Word::from_ptr(broken), Word::from_ptr(passed)) };
+    for phase in 0..=phases {
+        if phase == phases && abort != 0 && global_thread_index() == 0 {
+            gpus.abort();
+        }
+        match gpus.sync_for(PATIENCE) {
+            Ok(()) => <Gpu as Backend<Device>>::fetch_add(passed, 1, Ordering::Relaxed),
+            Err(MultiGridError::Broken) => {
+                <Gpu as Backend<Device>>::fetch_add(broken, 1, Ordering::Relaxed)
+            }
+            Err(MultiGridError::TimedOut) => return,
+        };
+    }
+}
+
+/// Payload slots of the cross-GPU handoff (`peer_handoff_*`): the producer may run this
+/// many units ahead of the consumer.
+pub const HANDOFF_RING: u64 = 64;
+
+/// The payload of unit `k` of the cross-GPU handoff (the host computes the checksum of
+/// the same values).
+fn handoff_payload(k: u64) -> u64 {
+    k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
+}
+
+/// Adds 1 to `word` (device memory of this GPU).
+fn count(word: *mut u32) {
+    // SAFETY: the callers' contracts: a live word.
+    let word = unsafe { Word::from_ptr(word) };
+    <Gpu as Backend<Device>>::fetch_add(word, 1, Ordering::Relaxed);
+}
+
+/// The producing GPU's end of a cross-GPU handoff, in thread 0: `units` units, each
+/// after a credit from `credits` (the consumer hands a slot back), its payload written
+/// into slot `k % HANDOFF_RING` of `slots`, released on `work` (exclusive endpoints:
+/// one store per release, local polls); then it requests stop on `stop`. A wait that
+/// ends otherwise counts in `failures`.
+///
+/// # Safety
+///
+/// `work` (in the consumer's memory), `credits` (in this GPU's memory, holding
+/// `HANDOFF_RING` units) and `stop` are live placed objects; `slots` holds
+/// `HANDOFF_RING` words the consumer reads; `failures` is a live word of this GPU. One
+/// launch uses them at a time, beside one `peer_handoff_consume`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn peer_handoff_produce(
+    work: *const HandoffSemaphore<GpuToGpu>,
+    credits: *const HandoffSemaphore<GpuToGpu>,
+    slots: *mut u64,
+    units: u64,
+    stop: *const BusStopSource,
+    failures: *mut u32,
+) {
+    if global_thread_index() != 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let (work, credits, stop) = unsafe { (&*work, &*credits, &*stop) };
+    let (Some(mut out), Some(mut back)) = (work.producer(), credits.consumer()) else {
+        count(failures);
+        return;
+    };
+    let wait = DeviceWait::new().timeout(PATIENCE);
+    for k in 0..units {
+        if back.acquire(wait).is_err() {
+            count(failures);
+            return;
+        }
+        out.release_with(1, |first| {
+            // SAFETY: slot `first % HANDOFF_RING` of `slots`: the consumer handed it
+            // back (the credit just acquired) and reads it after this release.
+            unsafe {
+                slots
+                    .add((first % HANDOFF_RING) as usize)
+                    .write_volatile(handoff_payload(k))
+            }
+        });
+    }
+    stop.request_stop();
+}
+
+/// The consuming GPU's end of a cross-GPU handoff, in thread 0: acquires units from
+/// `work` until a stop request on `stop` (then takes what is left), adds each unit's
+/// payload into `result[1]` (wrapping) and counts units in `result[0]`, handing each
+/// slot back on `credits`; counts in `result[2]` a unit whose sequence number is out of
+/// order and a wait that ended otherwise.
+///
+/// # Safety
+///
+/// As [`peer_handoff_produce`]; `result` holds three live words of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn peer_handoff_consume(
+    work: *const HandoffSemaphore<GpuToGpu>,
+    credits: *const HandoffSemaphore<GpuToGpu>,
+    slots: *const u64,
+    stop: *const BusStopSource,
+    result: *mut u64,
+) {
+    if global_thread_index() != 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let (work, credits, stop) = unsafe { (&*work, &*credits, &*stop) };
+    let (Some(mut inbox), Some(mut back)) = (work.consumer(), credits.producer()) else {
+        // SAFETY: as above.
+        unsafe { result.add(2).write(1) };
+        return;
+    };
+    let (mut units, mut sum, mut bad) = (0u64, 0u64, 0u64);
+    let mut take = |unit: u64| {
+        if unit != units {
+            bad += 1;
+        }
+        // SAFETY: slot `unit % HANDOFF_RING`, written before the unit's release.
+        sum =
+            sum.wrapping_add(unsafe { slots.add((unit % HANDOFF_RING) as usize).read_volatile() });
+        units += 1;
+    };
+    loop {
+        match inbox.acquire(DeviceWait::new().timeout(PATIENCE).stop(stop)) {
+            Ok(unit) => {
+                take(unit);
+                back.release(1);
+            }
+            Err(WaitError::Stopped) => {
+                // The stop was requested after the last release, and seeing it
+                // acquires that release: drain what the last polls missed.
+                while let Some(unit) = inbox.try_acquire() {
+                    take(unit);
+                }
+                break;
+            }
+            Err(_) => {
+                bad += 1;
+                break;
+            }
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
+        result.write(units);
+        result.add(1).write(sum);
+        result.add(2).write(bad);
+    }
+}
+
+/// One thread of each GPU: `rounds` round trips; the `first` GPU releases a unit on
+/// `outgoing` (in the peer's memory) and waits for one on `incoming` (in its own), the
+/// other answers each; `spin` waits without sleeping ([`DeviceWait::spin`]). The first
+/// GPU writes the time of all rounds (`%globaltimer`, nanoseconds) to `elapsed`, as
+/// `baselines/multi_gpu_baselines.cu` times its raw ping-pong.
+///
+/// # Safety
+///
+/// Two live placed `GpuToGpu` semaphores holding 0 units, each GPU's `incoming` the
+/// other's `outgoing`; `elapsed` a live word of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn peer_ping_pong(
+    outgoing: *const HandoffSemaphore<GpuToGpu>,
+    incoming: *const HandoffSemaphore<GpuToGpu>,
+    first: u32,
+    rounds: u32,
+    spin: u32,
+    elapsed: *mut u64,
+) {
+    if global_thread_index() != 0 {
+        return;
+    }
+    // SAFETY: the caller's contract.
+    let (outgoing, incoming) = unsafe { (&*outgoing, &*incoming) };
+    let (Some(mut out), Some(mut inbox)) = (outgoing.producer(), incoming.consumer()) else {
+        return;
+    };
+    let wait = DeviceWait::new().timeout(PATIENCE);
+    let wait = if spin != 0 { wait.spin() } else { wait };
+    let start = <Gpu as Backend<System>>::now();
+    for _ in 0..rounds {
+        if first != 0 {
+            out.release(1);
+        }
+        if inbox.acquire(wait).is_err() {
+            return;
+        }
+        if first == 0 {
+            out.release(1);
+        }
+    }
+    if first != 0 {
+        // SAFETY: the caller's contract.
+        unsafe { elapsed.write(<Gpu as Backend<System>>::now().0 - start.0) };
     }
 }

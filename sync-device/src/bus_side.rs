@@ -9,9 +9,11 @@ use crate::gpu::{backoff_ns, cas_order, nanosleep, GlobalTime, Gpu, POLL_ROUNDS}
 use crate::ptx_atomics::PtxScope;
 
 // SAFETY: bus words get `ld`/`st` at `.sys` scope (atomic on mapped memory as aligned
-// 8-byte loads and stores); side words get `.gpu`-scope atomics, atomic among all GPU
-// threads wherever the word lives because no host thread touches side words of the
-// GPU; `pause` only sleeps.
+// 8-byte loads and stores); side words get `.gpu`-scope atomics, atomic among the
+// threads of one GPU wherever the word lives, because no host thread and no other GPU
+// touches a GPU's side word (a `GpuToGpu` object has one side word per GPU; the one word
+// two GPUs may share, a stop source's claim, takes `compare_exchange_shared` at `.sys`
+// scope); `pause` only sleeps.
 unsafe impl Side for Gpu {
     const KIND: SideKind = SideKind::Gpu;
 
@@ -57,6 +59,23 @@ unsafe impl Side for Gpu {
             Err(previous)
         }
     }
+    fn compare_exchange_shared(
+        word: &BusWord,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        // SAFETY: as above; system scope, so that two GPUs sharing the word race
+        // atomically (the stop source of a cross-GPU handoff).
+        let previous =
+            unsafe { System::cas_u64(word.as_ptr(), current, new, cas_order(success, failure)) };
+        if previous == current {
+            Ok(previous)
+        } else {
+            Err(previous)
+        }
+    }
     fn pause(round: &mut u32) {
         nanosleep(backoff_ns(*round));
         *round = round.saturating_add(1);
@@ -78,6 +97,7 @@ const LIMIT_EVERY: u32 = 4;
 pub struct DeviceWait<'a> {
     deadline: Option<GlobalTime>,
     stop: Option<&'a BusStopSource<Gpu>>,
+    spin: bool,
 }
 
 impl<'a> DeviceWait<'a> {
@@ -86,7 +106,18 @@ impl<'a> DeviceWait<'a> {
         Self {
             deadline: None,
             stop: None,
+            spin: false,
         }
+    }
+
+    /// Polls without sleeping: for a thread that has nothing else to do while it
+    /// waits, where each microsecond of latency counts (a ping-pong between two GPUs,
+    /// where a release takes about 2 µs to arrive and a backoff sleep would add up to
+    /// 1 µs to it). It keeps its SM's issue slots busy: the other warps of the SM run
+    /// slower meanwhile.
+    pub fn spin(mut self) -> Self {
+        self.spin = true;
+        self
     }
 
     /// Ends the wait with [`WaitError::TimedOut`] after `timeout`.
@@ -131,7 +162,7 @@ impl BusWait for DeviceWait<'_> {
                     }
                 }
             }
-            if round >= POLL_ROUNDS {
+            if round >= POLL_ROUNDS && !self.spin {
                 nanosleep(backoff_ns(round));
             }
             round = round.saturating_add(1);

@@ -140,7 +140,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 pub use sync_shared::bus::{
-    BusArrivalToken, Consumer, GpuToHost, HostToGpu, Producer, WaitError, BUS_COUNT_MAX,
+    BusArrivalToken, Consumer, GpuToGpu, GpuToHost, HostToGpu, Producer, WaitError, BUS_COUNT_MAX,
 };
 pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread, WaiterSlot};
 
@@ -200,7 +200,7 @@ pub use grid::Grid;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 pub use mbarrier::Mbarrier;
 #[cfg(target_arch = "nvptx64")]
-pub use multi_grid::{MultiGrid, MultiGridError, MULTI_GRID_PATIENCE};
+pub use multi_grid::{MultiGrid, MultiGridError, MultiGridToken, MULTI_GRID_PATIENCE};
 #[cfg(target_arch = "nvptx64")]
 #[doc(hidden)]
 pub use shared::shared_bytes;

@@ -28,7 +28,7 @@ pub use crate::{
 pub use crate::{Block, Cluster, Device, Scope, System, Thread};
 pub use crate::{BlockBarrier, Grid, SharedSlot, WholeBlock};
 pub use crate::{
-    BusBarrier, BusLatch, BusStopSource, DeviceWait, GpuToHost, HandoffChannel, HandoffSemaphore,
-    HostToGpu,
+    BusBarrier, BusLatch, BusStopSource, DeviceWait, GpuToGpu, GpuToHost, HandoffChannel,
+    HandoffSemaphore, HostToGpu,
 };
 pub use sync_shared::Ordering;

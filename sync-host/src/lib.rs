@@ -30,7 +30,7 @@ mod parking;
 
 pub use host::Host;
 pub use sync_shared::bus::{
-    BusArrivalToken, BusWait, Consumer, GpuToHost, HostToGpu, Producer, BUS_COUNT_MAX,
+    BusArrivalToken, BusWait, Consumer, GpuToGpu, GpuToHost, HostToGpu, Producer, BUS_COUNT_MAX,
 };
 pub use sync_shared::{
     error, scope, ArrivalToken, Block, Cluster, Completion, Device, NoCompletion, Scope, Stopped,

@@ -49,8 +49,9 @@ pub const BUS_STOP_SOURCE: Layout = Layout {
 };
 
 /// `sync_device::MultiGrid`, the kernel parameter of a multi-GPU launch on a 64-bit
-/// target: three addresses, then rank, GPU count, phase and the broken flag.
-pub const MULTI_GRID: Layout = Layout { size: 40, align: 8 };
+/// target: `multi_grid::MAX_RANKS` addresses and the phase, then rank, GPU count and
+/// two flags.
+pub const MULTI_GRID: Layout = Layout { size: 88, align: 8 };
 
 /// The layout of `T`.
 pub const fn of<T>() -> Layout {
@@ -155,26 +156,22 @@ pub mod grid {
     }
 }
 
-/// The exchange lines of a launch's multi-GPU barrier (`sync_device::MultiGrid`), one
-/// set in each GPU's memory, zeroed by the host before every launch: the release line
-/// the GPU's own blocks poll, then one inbox line per GPU of the launch, each written
-/// only by that GPU. Lines are [`grid::GRID_LINE_WORDS`] words.
+/// The words of a launch's multi-GPU barrier (`sync_device::MultiGrid`): in each
+/// GPU's memory one arrival counter (a `u64`) on a [`grid::GRID_LINE_WORDS`]-word line
+/// of its own, zeroed by the host before every launch, which every block of every GPU
+/// adds its arrivals to.
 pub mod multi_grid {
     use super::grid::GRID_LINE_WORDS;
 
-    /// The line of the release word (its first) and the verdict word.
-    pub const RELEASE_LINE: usize = 0;
-    /// The verdict word on the release line: the last settled phase (low 31 bits)
-    /// shifted left, plus 1 if it failed.
-    pub const VERDICT_WORD: usize = 1;
+    /// Set in a counter once the barrier is broken (a timeout or an abort); arrival
+    /// counts stay far below it.
+    pub const POISONED: u64 = 1 << 63;
 
-    /// The inbox line that GPU `rank` writes the phases it completed into.
-    pub const fn inbox_line(rank: u32) -> usize {
-        1 + rank as usize
-    }
+    /// `u32` words of one GPU's counter line.
+    pub const WORDS: usize = GRID_LINE_WORDS;
 
-    /// `u32` words of one GPU's exchange lines in a launch of `ranks` GPUs.
-    pub const fn words(ranks: u32) -> usize {
-        inbox_line(ranks) * GRID_LINE_WORDS
-    }
+    /// The most GPUs of one launch: every GPU's counter address travels in the kernel
+    /// parameter (a table in global memory would be read after every phase's acquire
+    /// fence, which empties the L1: an L2 round trip on the critical path).
+    pub const MAX_RANKS: usize = 8;
 }

@@ -1,25 +1,25 @@
 //! Cooperative launches on several GPUs that hand each kernel the barrier of them all
 //! (`sync_device::MultiGrid`).
 
-use cudarc::driver::{sys, CudaSlice};
+use cudarc::driver::sys;
 use sync_shared::layout::multi_grid;
 
 use super::{
     CudaError, Dim3, Kernel, KernelParams, LaunchOptions, PeerMemory, PlacementError, Runtime,
 };
 
-/// The host's image of `sync_device::MultiGrid` for one GPU (`#[repr(C)]`: three
-/// addresses, then four u32; passed as the words of [`words`](Self::words)).
+/// The host's image of `sync_device::MultiGrid` for one GPU (`#[repr(C)]`:
+/// [`multi_grid::MAX_RANKS`] addresses and the phase, then four u32; passed as the
+/// words of [`words`](Self::words)).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(super) struct MultiGridParam {
-    arrivals: u64,
-    exchange: u64,
-    exchanges: u64,
+    counters: [u64; multi_grid::MAX_RANKS],
+    phase: u64,
     rank: u32,
     ranks: u32,
-    phase: u32,
     broken: u32,
+    arrived: u32,
 }
 
 sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
@@ -29,10 +29,9 @@ sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
 /// once for a set of GPUs, then launched any number of times
 /// ([`launch`](Self::launch)); each launch starts from phase 0.
 ///
-/// On each GPU: an arrival counter in its own memory, and its exchange lines (a
-/// release line and one inbox line per GPU) in memory every other GPU reaches, which
-/// [`new`](Self::new) checks with the driver's peer attributes. The exchange is plain
-/// stores and loads, so peer access is all it needs (no peer atomics).
+/// On each GPU: an arrival counter in its own memory, which every block of every GPU
+/// adds to, so [`new`](Self::new) checks with the driver's peer attributes that every
+/// GPU reaches every other's memory with native atomics.
 ///
 /// Counterpart: a cooperative multi-device launch
 /// (`cudaLaunchCooperativeKernelMultiDevice`, removed in CUDA 12) with
@@ -59,13 +58,8 @@ sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
 /// ```
 pub struct MultiGrid {
     runtimes: Vec<Runtime>,
-    /// Owns each GPU's arrival counter (`params[i].arrivals`).
-    _counters: Vec<CudaSlice<u32>>,
-    /// Owns each GPU's exchange lines, reachable by the others (`params[i].exchange`).
-    _exchanges: Vec<PeerMemory>,
-    /// Owns, on each GPU, the table of every GPU's exchange address by rank
-    /// (`params[i].exchanges`).
-    _tables: Vec<CudaSlice<u64>>,
+    /// Owns each GPU's counter line, reachable by the others (`params[_].counters[i]`).
+    counters: Vec<PeerMemory>,
     /// Each GPU's kernel parameter (phase 0), pointing at the words above.
     params: Vec<MultiGridParam>,
 }
@@ -77,13 +71,22 @@ impl MultiGrid {
     /// # Errors
     ///
     /// [`PlacementError::PeerAttribute`] naming `CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED`
-    /// where one GPU cannot reach another's memory; a failed driver call.
+    /// where one GPU cannot reach another's memory, or
+    /// `CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED` where its atomics there are not
+    /// native (typical of PCIe peers); a failed driver call.
     ///
     /// # Panics
     ///
-    /// If `gpus` is empty or names one GPU twice.
+    /// If `gpus` is empty, names one GPU twice, or holds more than
+    /// [`multi_grid::MAX_RANKS`] (8) GPUs.
     pub fn new(gpus: &[&Runtime]) -> Result<Self, PlacementError> {
         assert!(!gpus.is_empty(), "MultiGrid::new: no GPUs");
+        assert!(
+            gpus.len() <= multi_grid::MAX_RANKS,
+            "MultiGrid::new: {} GPUs, at most {} take part in one barrier",
+            gpus.len(),
+            multi_grid::MAX_RANKS
+        );
         for (i, gpu) in gpus.iter().enumerate() {
             assert!(
                 gpus[..i]
@@ -94,8 +97,7 @@ impl MultiGrid {
             );
         }
         let ranks = u32::try_from(gpus.len()).expect("fewer than 2³² GPUs");
-        let words = multi_grid::words(ranks);
-        let mut exchanges = Vec::with_capacity(gpus.len());
+        let mut counters = Vec::with_capacity(gpus.len());
         for (i, owner) in gpus.iter().enumerate() {
             let users: Vec<&Runtime> = gpus
                 .iter()
@@ -103,32 +105,31 @@ impl MultiGrid {
                 .filter(|&(j, _)| j != i)
                 .map(|(_, &user)| user)
                 .collect();
-            exchanges.push(owner.zeros_for_peers(words, &users)?);
+            counters.push(owner.peer_memory(
+                "MultiGrid",
+                true,
+                &[0; multi_grid::WORDS * 4],
+                &users,
+            )?);
         }
-        let addresses: Vec<u64> = exchanges.iter().map(PeerMemory::device_address).collect();
-        let mut counters = Vec::with_capacity(gpus.len());
-        let mut tables = Vec::with_capacity(gpus.len());
-        let mut params = Vec::with_capacity(gpus.len());
-        for (rank, gpu) in gpus.iter().enumerate() {
-            let counter = gpu.zeros::<u32>(1)?;
-            let table = gpu.upload(&addresses)?;
-            params.push(MultiGridParam {
-                arrivals: gpu.address(&counter),
-                exchange: addresses[rank],
-                exchanges: gpu.address(&table),
-                rank: rank as u32,
-                ranks,
+        let mut addresses = [0; multi_grid::MAX_RANKS];
+        for (address, memory) in addresses.iter_mut().zip(&counters) {
+            *address = memory.device_address();
+        }
+        // Unified addressing: every GPU reaches a counter at the owner's address.
+        let params = (0..ranks)
+            .map(|rank| MultiGridParam {
+                counters: addresses,
                 phase: 0,
+                rank,
+                ranks,
                 broken: 0,
-            });
-            counters.push(counter);
-            tables.push(table);
-        }
+                arrived: 0,
+            })
+            .collect();
         Ok(Self {
             runtimes: gpus.iter().map(|&gpu| gpu.clone()).collect(),
-            _counters: counters,
-            _exchanges: exchanges,
-            _tables: tables,
+            counters,
             params,
         })
     }
@@ -144,8 +145,8 @@ impl MultiGrid {
     /// kernel ends, `CUDA_LAUNCH_BLOCKING=1`): its first parameter is the GPU's
     /// `sync_device::MultiGrid`, then `params[i]`. First every GPU's shape is checked;
     /// then every GPU's stream is waited for (an earlier launch's kernels included),
-    /// every GPU's barrier words are zeroed, and that is waited for on every GPU (so no
-    /// kernel writes into an inbox still to be zeroed). Returns once every kernel is
+    /// every GPU's counter is zeroed, and that is waited for on every GPU (so no
+    /// kernel adds to a counter still to be zeroed). Returns once every kernel is
     /// launched; synchronize the runtimes to wait for them. `&mut self`: one launch of a
     /// barrier at a time.
     ///
@@ -194,23 +195,19 @@ impl MultiGrid {
             kernel.check_fits(grid, block, 0)?;
             kernel.check_coresident(grid, block, None, 0)?;
         }
-        // Every GPU's earlier work (a kernel of an earlier launch may still write into
-        // a peer's inbox) ends before any word is zeroed, and every zeroing before any
-        // kernel starts.
+        // Every GPU's earlier work (a kernel of an earlier launch may still add to a
+        // peer's counter) ends before any counter is zeroed, and every zeroing before
+        // any kernel starts.
         self.synchronize_all("wait for the GPUs before a multi-GPU launch")?;
-        let words = multi_grid::words(self.params[0].ranks);
-        for (param, runtime) in self.params.iter().zip(&self.runtimes) {
+        for (counter, runtime) in self.counters.iter().zip(&self.runtimes) {
             runtime.bind()?;
             let stream = runtime.stream.cu_stream();
-            // SAFETY: the GPU's live counter word and exchange lines (`words` of them);
-            // no kernel uses them (every stream synchronized above).
+            // SAFETY: the GPU's live counter line; no kernel uses it (every stream
+            // synchronized above).
             unsafe {
-                sys::cuMemsetD32Async(param.arrivals, 0, 1, stream)
+                sys::cuMemsetD32Async(counter.device_address(), 0, multi_grid::WORDS, stream)
                     .result()
                     .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
-                sys::cuMemsetD32Async(param.exchange, 0, words, stream)
-                    .result()
-                    .map_err(CudaError::driver("zero a multi-GPU barrier's exchange"))?;
             }
         }
         self.synchronize_all("wait for the multi-GPU barrier's zeroing")?;
@@ -263,16 +260,17 @@ impl MultiGrid {
 }
 
 impl MultiGridParam {
-    /// The parameter as `KernelParams` words: 40 bytes, little-endian (three
-    /// addresses, then `rank` and `ranks`, then `phase` and `broken`, two to a word).
-    fn words(&self) -> [u64; 5] {
-        [
-            self.arrivals,
-            self.exchange,
-            self.exchanges,
+    /// The parameter as `KernelParams` words: 88 bytes, little-endian (the addresses,
+    /// the phase, then `rank` and `ranks`, then `broken` and `arrived`, two to a word).
+    fn words(&self) -> [u64; multi_grid::MAX_RANKS + 3] {
+        let mut words = [0; multi_grid::MAX_RANKS + 3];
+        words[..multi_grid::MAX_RANKS].copy_from_slice(&self.counters);
+        words[multi_grid::MAX_RANKS..].copy_from_slice(&[
+            self.phase,
             u64::from(self.rank) | u64::from(self.ranks) << 32,
-            u64::from(self.phase) | u64::from(self.broken) << 32,
-        ]
+            u64::from(self.broken) | u64::from(self.arrived) << 32,
+        ]);
+        words
     }
 }
 

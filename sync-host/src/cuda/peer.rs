@@ -271,12 +271,17 @@ impl Runtime {
         }
     }
 
-    /// Places a copy of `object`, a `System`-scope `Barrier`, `Latch` or
-    /// `CountingSemaphore` built on the host, in this GPU's memory for kernels on this
-    /// GPU and on every GPU of `users`, after checking that each user reaches this
-    /// GPU's memory with native atomics (the object's protocol read-modify-writes its
-    /// words from every party), and enabling each user's peer access. Kernels take
-    /// [`PeerMemory::device_address`] as a pointer to the device flavour.
+    /// Places a copy of `object`, built on the host, in this GPU's memory for kernels
+    /// on this GPU and on every GPU of `users`, after checking that each user reaches
+    /// this GPU's memory with native atomics, and enabling each user's peer access.
+    /// Kernels take [`PeerMemory::device_address`] as a pointer to the device flavour.
+    ///
+    /// The objects: a `System`-scope `Barrier`, `Latch` or `CountingSemaphore` (their
+    /// protocols read-modify-write every word from every party), and the bus objects
+    /// whose both ends may be GPUs, a `HandoffSemaphore<GpuToGpu>` (placed in the
+    /// consuming GPU's memory: its polls stay local) and a `BusStopSource` (whose
+    /// non-owning GPU read-modify-writes its own words there). Native atomics are
+    /// checked for every one.
     ///
     /// Counterpart: an object in `cudaMalloc` memory after `cudaDeviceEnablePeerAccess`,
     /// used through `cuda::atomic_ref<T, thread_scope_system>` (libcu++).
@@ -297,7 +302,7 @@ impl Runtime {
                 std::mem::size_of::<T>(),
             )
         };
-        self.peer_memory(T::NAME, T::RMW_FROM_BOTH_SIDES, bytes, users)
+        self.peer_memory(T::NAME, true, bytes, users)
     }
 
     /// `words` zeroed 32-bit words in this GPU's memory for kernels on this GPU and on
@@ -317,7 +322,10 @@ impl Runtime {
         self.peer_memory("peer words", false, &vec![0; words * 4], users)
     }
 
-    fn peer_memory(
+    /// `bytes` copied into fresh memory of this GPU for kernels on this GPU and on
+    /// `users`, after checking every link for `object` (see [`PeerLink::admits`]) and
+    /// enabling each user's peer access.
+    pub(super) fn peer_memory(
         &self,
         object: &'static str,
         rmw_from_every_party: bool,

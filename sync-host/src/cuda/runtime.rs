@@ -249,8 +249,8 @@ impl Runtime {
 ///
 /// # Safety
 ///
-/// The type is `#[repr(C)]`, made of 32-bit atomic words only (no padding, pointers or
-/// closures), with the same layout as its device flavour.
+/// The type is `#[repr(C)]`, made of atomic words only (32- or 64-bit; no padding,
+/// pointers or closures), with the same layout as its device flavour.
 pub unsafe trait DeviceObject {}
 
 // SAFETY: state and expected words; the layout is asserted in `crate::layout_checks`.
@@ -259,6 +259,12 @@ unsafe impl DeviceObject for crate::Barrier {}
 unsafe impl DeviceObject for crate::Latch {}
 // SAFETY: count and waiter words; asserted likewise.
 unsafe impl<const MAX: u32> DeviceObject for crate::CountingSemaphore<MAX> {}
+// SAFETY: bus objects: 64-bit atomic words on lines of their own and a zero-sized
+// marker (layouts asserted in `crate::layout_checks`); the `GpuToGpu` semaphore and the
+// stop source are the bus objects whose both ends may be GPUs.
+unsafe impl DeviceObject for crate::HandoffSemaphore<crate::GpuToGpu> {}
+// SAFETY: as above.
+unsafe impl DeviceObject for crate::BusStopSource {}
 // SAFETY: an array of such objects has their layout back to back, without padding
 // (each size is a multiple of its alignment).
 unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {}

@@ -90,6 +90,18 @@ pub unsafe trait Side: 'static {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64>;
+    /// Strong compare-and-exchange on a side word that threads of several GPUs may
+    /// race on (the GPU's claim word of a [`BusStopSource`] shared by two GPUs): the
+    /// GPU's is at system scope; the host's, [`compare_exchange_side`](Self::compare_exchange_side).
+    fn compare_exchange_shared(
+        word: &BusWord,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        Self::compare_exchange_side(word, current, new, success, failure)
+    }
     /// One step of a short wait for another thread of this side (a publisher ahead in
     /// line). `round` starts at 0.
     fn pause(round: &mut u32);
@@ -109,6 +121,14 @@ pub struct GpuToHost;
 /// Host threads release, GPU threads acquire (work going out).
 #[derive(Clone, Copy, Debug)]
 pub struct HostToGpu;
+/// Threads of one GPU release, threads of another GPU acquire (a pipeline stage handing
+/// work to the next GPU). Both ends are GPU sides; the object sits in the consuming
+/// GPU's memory (its polls stay local, the producer's stores cross the link) and is
+/// placed with `Runtime::place_for_peers`, which checks that the producing GPU's
+/// atomics there are native (its own side word lives there too). Each GPU's side word
+/// is read-modify-written by that GPU's threads only.
+#[derive(Clone, Copy, Debug)]
+pub struct GpuToGpu;
 
 impl Direction for GpuToHost {
     const PRODUCER: SideKind = SideKind::Gpu;
@@ -116,6 +136,10 @@ impl Direction for GpuToHost {
 }
 impl Direction for HostToGpu {
     const PRODUCER: SideKind = SideKind::Host;
+    const CONSUMER: SideKind = SideKind::Gpu;
+}
+impl Direction for GpuToGpu {
+    const PRODUCER: SideKind = SideKind::Gpu;
     const CONSUMER: SideKind = SideKind::Gpu;
 }
 

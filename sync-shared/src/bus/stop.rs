@@ -64,8 +64,9 @@ impl<B: Side> BusStopSource<B> {
         // other's request, each side's load would have to follow the other's store,
         // which follows that side's load — a cycle. So at most one side sees the other.
         let other_seen = B::load_bus(self.requested.of(other), Ordering::Acquire) != 0;
+        // Shared: two GPUs may both request through the GPU's claim.
         let first_here =
-            B::compare_exchange_side(&claim.word, 0, 1, Ordering::Relaxed, Ordering::Relaxed)
+            B::compare_exchange_shared(&claim.word, 0, 1, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok();
         // Every request stores, not only the first of its side: a later one must not
         // return before the request is visible, and its caller's writes must be
