@@ -23,8 +23,8 @@
 #                                         # its grid barrier with the project's)
 #   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
 #                                         # the file)
-#   nvcc ... DIR/multi_gpu_baselines.cu   # two GPUs: the CUDA C++ barriers and ping-pong
-#                                         # MultiGrid is to be measured beside (see the file)
+#   bash DIR/multi-compare.sh [ROUNDS]    # two GPUs: MultiGrid and the GpuToGpu handoff
+#                                         # beside CUDA C++ (multi_gpu_baselines.cu; nvcc)
 #   python3 DIR/mbarrier-loop.py          # what Barrier<Block> pays per phase over the
 #                                         # bare mbarrier loop (needs nvcc and cupy)
 #
@@ -71,6 +71,7 @@ cp target/release/examples/persistent_kernel "$out/persistent_kernel"
 cp target/release/user-kernels-example "$out/user-kernels-example"
 strip "$out/scoped-sync" "$out/persistent_kernel" "$out/user-kernels-example"
 cp scripts/gpu-compare.sh "$out/compare.sh"
+cp scripts/gpu-multi-compare.sh "$out/multi-compare.sh"
 cp scripts/gpu-placement.py "$out/placement.py"
 cp scripts/gpu-mapped-line.cu "$out/mapped-line.cu"
 cp scripts/gpu-mbarrier-loop.py "$out/mbarrier-loop.py"

@@ -12,6 +12,7 @@ use report::anchor::Anchor;
 use report::cli::{self, Command, Options, Sections};
 use report::host::Threads;
 use report::measure::Plan;
+use report::multi_gpu;
 use report::progress::Progress;
 use report::sample::{Record, Row};
 use report::{bus, domains, gate, gpu, gpu_primitives, host, litmus, litmus_host, machine};
@@ -27,6 +28,13 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Command::Litmus(instances)) => run_litmus(instances),
+        Ok(Command::MultiGpu) => match multi_gpu::run(&mut io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("scoped-sync: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Ok(Command::Report(options)) => match run(&options) {
             Ok(code) => code,
             Err(error) => {

@@ -13,6 +13,8 @@ pub enum Command {
     Report(Options),
     /// Run the GPU litmus suite, at least this many instances per case.
     Litmus(u64),
+    /// Measure the barrier and the handoff across GPUs 0 and 1.
+    MultiGpu,
 }
 
 /// Instances per litmus case unless the command line says otherwise.
@@ -74,6 +76,7 @@ Usage: scoped-sync [--json] [--quick] [--host-only | --gpu-only] [--scaling]
        scoped-sync --from FILE[+FILE...] [--from ...] [--json] [--plot DIR]
                    [--gate FILE --machine KIND [--calibrate]]
        scoped-sync --litmus [INSTANCES]
+       scoped-sync --multi-gpu
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
 beside what programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
@@ -105,6 +108,9 @@ Output:
   --calibrate  with --gate and three or more --from runs: store the runs'
                median ratios and bands in F for KIND instead of checking
 
+  --multi-gpu  instead of the report, measure MultiGrid::sync per phase and a
+               GpuToGpu handoff round trip across GPUs 0 and 1, in the lines of
+               baselines/multi_gpu_baselines.cu (multi-compare.sh runs both)
   --litmus     instead of the report, run the GPU litmus suite (each case at least
                INSTANCES times, 10000000 unless given) and print, per case, the
                count of each outcome and whether the PTX memory model allows it
@@ -123,6 +129,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "--litmus" => return litmus(args),
+            "--multi-gpu" => {
+                return match args.next() {
+                    None => Ok(Command::MultiGpu),
+                    Some(extra) => Err(UsageError(format!(
+                        "unexpected argument '{extra}' after --multi-gpu"
+                    ))),
+                }
+            }
             "--json" => options.json = true,
             "--quick" => options.quick = true,
             "--host-only" => options.sections = sections(options.sections, Sections::HostOnly)?,
@@ -287,5 +301,11 @@ mod tests {
         assert!(parse_strs(&["--litmus", "0"]).is_err());
         assert!(parse_strs(&["--litmus", "many"]).is_err());
         assert!(parse_strs(&["--litmus", "10", "--json"]).is_err());
+    }
+
+    #[test]
+    fn multi_gpu_takes_nothing_more() {
+        assert_eq!(parse_strs(&["--multi-gpu"]), Ok(Command::MultiGpu));
+        assert!(parse_strs(&["--multi-gpu", "--json"]).is_err());
     }
 }

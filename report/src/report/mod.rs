@@ -7,7 +7,8 @@
 //! measurements (with [`anchor`], libstdc++'s beside them), [`gpu`],
 //! [`gpu_primitives`], [`domains`], [`bus`] and [`host_device`] the GPU section's (when
 //! a GPU is present); [`sample`] is the record schema, [`output`] prints the records, [`plot`]
-//! draws them and [`gate`] checks their ratios against stored ones.
+//! draws them and [`gate`] checks their ratios against stored ones. [`multi_gpu`] is
+//! the two-GPU measurement of `--multi-gpu`.
 
 pub mod anchor;
 pub mod atomics;
@@ -23,6 +24,7 @@ pub mod litmus;
 pub mod litmus_host;
 pub mod machine;
 pub mod measure;
+pub mod multi_gpu;
 pub mod output;
 pub mod peers;
 pub mod plot;

@@ -1,0 +1,160 @@
+//! `--multi-gpu`: what the barrier and the handoff across GPUs cost, on GPUs 0 and 1,
+//! in the shapes and the line format of `baselines/multi_gpu_baselines.cu`, so that
+//! `scripts/gpu-multi-compare.sh` can print the CUDA C++ figures of the same run
+//! beside them.
+//!
+//! Both sides time inside the kernels (`%globaltimer` in thread 0 of block 0 on GPU 0)
+//! and keep the best of [`ROUNDS`] launches.
+
+use std::io::{self, Write};
+
+use harness::Gpu;
+use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, MultiGrid, PeerMemory};
+use scoped_sync::{GpuToGpu, HandoffSemaphore};
+
+/// Barrier phases per launch, as the anchor.
+const PHASES: u32 = 20_000;
+/// Round trips per ping-pong launch, as the anchor.
+const ROUND_TRIPS: u32 = 20_000;
+/// Launches per figure; the best is kept.
+const ROUNDS: usize = 3;
+/// Threads per block of the barrier's shapes.
+const BLOCK_SIZES: [u32; 2] = [128, 1024];
+
+/// Measures and prints one line per figure; prints "skipped: ..." and returns without
+/// error where there are fewer than two GPUs.
+///
+/// # Errors
+///
+/// A failed driver call, or a placement the two GPUs' link refuses.
+pub fn run(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
+    let first = match Gpu::open_ordinal(0) {
+        Ok(gpu) => gpu,
+        Err(CudaError::NoDriver) => {
+            writeln!(out, "skipped: no CUDA driver")?;
+            return Ok(());
+        }
+        Err(other) => return Err(other.into()),
+    };
+    if scoped_sync::cuda::Runtime::device_count()? < 2 {
+        writeln!(out, "skipped: fewer than two GPUs")?;
+        return Ok(());
+    }
+    let second = Gpu::open_ordinal(1)?;
+    let gpus = [&first, &second];
+    let blocks = first.sm_count()?.min(second.sm_count()?);
+    for threads in BLOCK_SIZES {
+        let ns = best_of(|| barrier_phase_ns(gpus, blocks, threads))?;
+        line(
+            out,
+            "scoped-sync MultiGrid::sync",
+            blocks,
+            threads,
+            ns,
+            "barrier",
+        )?;
+    }
+    for (label, spin) in [
+        ("scoped-sync GpuToGpu ping-pong", true),
+        ("scoped-sync GpuToGpu, sleeping", false),
+    ] {
+        let ns = best_of(|| round_trip_ns(gpus, spin))?;
+        line(out, label, 1, 1, ns, "round trip")?;
+    }
+    Ok(())
+}
+
+/// One line in the anchor's format.
+fn line(
+    out: &mut impl Write,
+    label: &str,
+    grid: u32,
+    block: u32,
+    ns: f64,
+    unit: &str,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "multi  {label:<32} grid={grid} x {block:>4} : {ns:>8.1} ns/{unit}"
+    )
+}
+
+/// The smallest of [`ROUNDS`] figures.
+fn best_of(
+    mut measure: impl FnMut() -> Result<f64, Box<dyn std::error::Error>>,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut best = f64::INFINITY;
+    for _ in 0..ROUNDS {
+        best = best.min(measure()?);
+    }
+    Ok(best)
+}
+
+/// One launch of `multi_grid_timed` on both GPUs, `blocks × threads` each: nanoseconds
+/// per phase.
+fn barrier_phase_ns(
+    gpus: [&Gpu; 2],
+    blocks: u32,
+    threads: u32,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let mut barrier = MultiGrid::new(&[&**gpus[0], &**gpus[1]])?;
+    let kernels = [
+        gpus[0].kernel("multi_grid_timed")?,
+        gpus[1].kernel("multi_grid_timed")?,
+    ];
+    let elapsed = [gpus[0].zeros::<u64>(1)?, gpus[1].zeros::<u64>(1)?];
+    let params = (0..2)
+        .map(|i| {
+            KernelParams::new()
+                .u32(PHASES)
+                .pointer(gpus[i].address(&elapsed[i]))
+        })
+        .collect();
+    // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` on both GPUs, the same
+    // grid; `elapsed` outlives the kernels (synchronized below).
+    unsafe { barrier.launch(&[&kernels[0], &kernels[1]], blocks, threads, params) }?;
+    for gpu in gpus {
+        gpu.synchronize()?;
+    }
+    let ns = gpus[0].download(&elapsed[0])?[0];
+    Ok(ns as f64 / f64::from(PHASES - 1))
+}
+
+/// One launch of `peer_ping_pong` on each GPU (one thread each, through two `GpuToGpu`
+/// semaphores, each in the memory of the GPU that polls it): nanoseconds per round
+/// trip.
+fn round_trip_ns(gpus: [&Gpu; 2], spin: bool) -> Result<f64, Box<dyn std::error::Error>> {
+    let inbox = |owner: &Gpu, user: &Gpu| -> Result<PeerMemory, Box<dyn std::error::Error>> {
+        Ok(owner.place_for_peers(&HandoffSemaphore::<GpuToGpu>::new(0), &[&**user])?)
+    };
+    let inboxes = [inbox(gpus[0], gpus[1])?, inbox(gpus[1], gpus[0])?];
+    let elapsed = gpus[0].zeros::<u64>(1)?;
+    std::thread::scope(|scope| {
+        let launches: Vec<_> = (0..2)
+            .map(|i| {
+                let (gpu, inboxes, elapsed) = (gpus[i], &inboxes, &elapsed);
+                scope.spawn(move || -> Result<(), CudaError> {
+                    let kernel = gpu.kernel("peer_ping_pong")?;
+                    let stream = gpu.default_stream();
+                    let params = KernelParams::new()
+                        .pointer(inboxes[1 - i].device_address())
+                        .pointer(inboxes[i].device_address())
+                        .u32(u32::from(i == 0))
+                        .u32(ROUND_TRIPS)
+                        .u32(u32::from(spin))
+                        .pointer(if i == 0 { gpu.address(elapsed) } else { 0 });
+                    // SAFETY: `peer_ping_pong(outgoing, incoming, first, rounds, spin,
+                    // elapsed)`; the semaphores and `elapsed` outlive the kernel
+                    // (synchronized here); GPU 1 never writes `elapsed`.
+                    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+                    stream.synchronize()
+                })
+            })
+            .collect();
+        launches
+            .into_iter()
+            .try_for_each(|launch| launch.join().expect("a launch thread panicked"))
+    })?;
+    let ns = gpus[0].download(&elapsed)?[0];
+    Ok(ns as f64 / f64::from(ROUND_TRIPS))
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# On a GPU host with two GPUs: builds multi_gpu_baselines.cu (baselines/ in the
+# repository) with nvcc and runs it beside `scoped-sync --multi-gpu`, alternating, in
+# one invocation; prints each of our figures beside the CUDA C++ ones of the same shape
+# (best of the rounds) with the ratios ours / CUDA C++ and the issue's targets.
+#
+#   bash multi-compare.sh [ROUNDS]     # inside the bundle of scripts/gpu-bundle.sh
+set -euo pipefail
+cd "$(dirname "$0")"
+rounds="${1:-2}"
+work="$(mktemp -d)"
+nvcc -O3 -std=c++20 -arch=sm_90 multi_gpu_baselines.cu -o "$work/multi_gpu_baselines"
+for round in $(seq "$rounds"); do
+    echo "round $round: CUDA C++" >&2
+    "$work/multi_gpu_baselines" >> "$work/lines.txt"
+    echo "round $round: scoped-sync" >&2
+    ./scoped-sync --multi-gpu >> "$work/lines.txt"
+done
+python3 - "$work/lines.txt" <<'PY'
+import re, sys
+best = {}
+for line in open(sys.argv[1]):
+    if line.startswith("skipped"):
+        print(line.strip())
+        sys.exit(0)
+    m = re.match(r"multi\s+(.*?)\s+grid=(\d+) x\s*(\d+) :\s*([\d.]+) ns/", line)
+    if m:
+        key = (m.group(1), int(m.group(2)), int(m.group(3)))
+        best[key] = min(best.get(key, float("inf")), float(m.group(4)))
+for key, ns in sorted(best.items()):
+    print(f"{key[0]:<36} {key[1]:>4} x {key[2]:<5} {ns:>9.1f} ns")
+print()
+# (ours, theirs, target) per shape; the ratio is ours / theirs.
+pairs = [("scoped-sync MultiGrid::sync", "two-level (inbox per GPU)", 0.6),
+         ("scoped-sync MultiGrid::sync", "one system counter on GPU 0", None),
+         ("scoped-sync MultiGrid::sync", "cg::grid.sync() on one GPU", 2.2)]
+for (ours, grid, block), ns in sorted(best.items()):
+    for mine, theirs, target in pairs:
+        if ours == mine and (theirs, grid, block) in best:
+            ratio = ns / best[(theirs, grid, block)]
+            verdict = "" if target is None else f"  (target <= {target}: {'met' if ratio <= target else 'NOT met'})"
+            print(f"{mine} / {theirs} at {grid} x {block}: {ratio:.3f}{verdict}")
+raw = [ns for (label, _, _), ns in best.items() if label.startswith("raw ping-pong")]
+for label in ("scoped-sync GpuToGpu ping-pong", "scoped-sync GpuToGpu, sleeping"):
+    if raw and (label, 1, 1) in best:
+        ratio = best[(label, 1, 1)] / raw[0]
+        print(f"{label} / raw ping-pong: {ratio:.3f}  (target <= 1.05: {'met' if ratio <= 1.05 else 'NOT met'})")
+PY
