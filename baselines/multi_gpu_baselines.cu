@@ -7,7 +7,11 @@
 //    and polls;
 //  - cooperative groups' grid sync on GPU 0 alone, the same shape (the one-GPU floor);
 //  - a raw ping-pong between one thread on each GPU, each polling a word in its own
-//    memory that the other writes.
+//    memory that the other writes (release stores; and relaxed ones, which order
+//    nothing, to show what the system-scope release costs);
+//  - MultiGrid's own design in CUDA C++ (a counter per GPU that every block of every
+//    GPU adds to after one release fence), to tell the design from the Rust code;
+//  - what one thread pays per fence (each kind, system and device scope).
 //
 // Build: nvcc -O3 -std=c++20 -arch=sm_90 multi_gpu_baselines.cu -o multi_gpu_baselines
 // Run on a machine with at least two GPUs; with fewer it prints "skipped: ..." and
@@ -98,6 +102,47 @@ __global__ void one_system_counter(unsigned *counter, unsigned total_blocks, int
     if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
 }
 
+// Per GPU a counter in its own memory (`own`; `peer` is the other GPU's). Every block's
+// thread 0: one system-scope release fence, a relaxed add to both counters, relaxed
+// polls of its own until every block of both GPUs arrived, one acquire fence.
+__global__ void counter_per_gpu(unsigned long long *own, unsigned long long *peer,
+                                unsigned total_blocks, int iterations, unsigned long long *elapsed) {
+    unsigned long long start = 0;
+    for (unsigned long long epoch = 1; epoch <= (unsigned long long)iterations; ++epoch) {
+        if (epoch == 2 && blockIdx.x == 0 && threadIdx.x == 0) start = now_ns();
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const unsigned long long target = epoch * total_blocks;
+            asm volatile("fence.release.sys;" ::: "memory");
+            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(peer) : "memory");
+            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(own) : "memory");
+            unsigned long long seen;
+            do {
+                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(own) : "memory");
+            } while (seen < target);
+            asm volatile("fence.acquire.sys;" ::: "memory");
+        }
+        __syncthreads();
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
+}
+
+// One thread: `iterations` fences of one kind, each after a relaxed store to `word`.
+__global__ void fence_loop(unsigned *word, int kind, int iterations, unsigned long long *elapsed) {
+    unsigned long long start = now_ns();
+    for (int i = 0; i < iterations; ++i) {
+        asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(word), "r"(i) : "memory");
+        switch (kind) {
+        case 0: asm volatile("fence.sc.sys;" ::: "memory"); break;
+        case 1: asm volatile("fence.acq_rel.sys;" ::: "memory"); break;
+        case 2: asm volatile("fence.release.sys;" ::: "memory"); break;
+        case 3: asm volatile("fence.acquire.sys;" ::: "memory"); break;
+        default: asm volatile("fence.acq_rel.gpu;" ::: "memory"); break;
+        }
+    }
+    *elapsed = now_ns() - start;
+}
+
 __global__ void grid_sync_one_gpu(int iterations, unsigned long long *elapsed) {
     cg::grid_group grid = cg::this_grid();
     unsigned long long start = 0;
@@ -111,15 +156,17 @@ __global__ void grid_sync_one_gpu(int iterations, unsigned long long *elapsed) {
 // One thread per GPU: GPU 0 stores i into `to_peer` (GPU 1's memory) and waits for i in
 // `from_peer` (its own); GPU 1 answers the same way.
 __global__ void ping_pong(unsigned *from_peer, unsigned *to_peer, bool first, int rounds,
-                          unsigned long long *elapsed) {
+                          bool ordered, unsigned long long *elapsed) {
     SystemRef in(*from_peer);
     SystemRef out(*to_peer);
+    const auto store_order = ordered ? cuda::memory_order_release : cuda::memory_order_relaxed;
+    const auto load_order = ordered ? cuda::memory_order_acquire : cuda::memory_order_relaxed;
     unsigned long long start = now_ns();
     for (unsigned i = 1; i <= unsigned(rounds); ++i) {
-        if (first) out.store(i, cuda::memory_order_release);
-        while (in.load(cuda::memory_order_acquire) != i) {
+        if (first) out.store(i, store_order);
+        while (in.load(load_order) != i) {
         }
-        if (!first) out.store(i, cuda::memory_order_release);
+        if (!first) out.store(i, store_order);
     }
     if (first) *elapsed = now_ns() - start;
 }
@@ -226,6 +273,33 @@ int main() {
         std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", "one system counter on GPU 0", sms,
                     threads, best);
 
+        // MultiGrid's design in CUDA C++.
+        best = 1e30;
+        for (int round = 0; round < ROUNDS; ++round) {
+            unsigned long long *counter[2];
+            for (int gpu = 0; gpu < 2; ++gpu) {
+                counter[gpu] = reinterpret_cast<unsigned long long *>(zeroed(gpu, LINE));
+            }
+            synchronize_both();
+            for (int gpu = 0; gpu < 2; ++gpu) {
+                check(cudaSetDevice(gpu), "set device");
+                unsigned total = 2 * unsigned(sms);
+                int iters = iterations;
+                void *args[] = {&counter[gpu], &counter[1 - gpu], &total, &iters, &elapsed[gpu]};
+                check(cudaLaunchCooperativeKernel((void *)counter_per_gpu, sms, threads, args, 0, 0),
+                      "cooperative launch");
+            }
+            synchronize_both();
+            double ns = double(read_elapsed(0, elapsed[0])) / (iterations - 1);
+            if (ns < best) best = ns;
+            for (int gpu = 0; gpu < 2; ++gpu) {
+                check(cudaSetDevice(gpu), "set device");
+                check(cudaFree(counter[gpu]), "free");
+            }
+        }
+        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", "counter per GPU (CUDA C++)", sms,
+                    threads, best);
+
         // Grid sync on GPU 0 alone.
         best = 1e30;
         for (int round = 0; round < ROUNDS; ++round) {
@@ -244,24 +318,38 @@ int main() {
 
     // Raw ping-pong: word[g] lives on GPU g and is written by the other GPU.
     const int rounds = 20000;
-    double best = 1e30;
-    for (int round = 0; round < ROUNDS; ++round) {
-        unsigned *word[2] = {zeroed(0, LINE), zeroed(1, LINE)};
-        synchronize_both();
-        for (int gpu = 0; gpu < 2; ++gpu) {
-            check(cudaSetDevice(gpu), "set device");
-            ping_pong<<<1, 1>>>(word[gpu], word[1 - gpu], gpu == 0, rounds, elapsed[gpu]);
-            check(cudaGetLastError(), "launch");
+    for (bool ordered : {true, false}) {
+        double best = 1e30;
+        for (int round = 0; round < ROUNDS; ++round) {
+            unsigned *word[2] = {zeroed(0, LINE), zeroed(1, LINE)};
+            synchronize_both();
+            for (int gpu = 0; gpu < 2; ++gpu) {
+                check(cudaSetDevice(gpu), "set device");
+                ping_pong<<<1, 1>>>(word[gpu], word[1 - gpu], gpu == 0, rounds, ordered, elapsed[gpu]);
+                check(cudaGetLastError(), "launch");
+            }
+            synchronize_both();
+            double ns = double(read_elapsed(0, elapsed[0])) / rounds;
+            if (ns < best) best = ns;
+            for (int gpu = 0; gpu < 2; ++gpu) {
+                check(cudaSetDevice(gpu), "set device");
+                check(cudaFree(word[gpu]), "free");
+            }
         }
-        synchronize_both();
-        double ns = double(read_elapsed(0, elapsed[0])) / rounds;
-        if (ns < best) best = ns;
-        for (int gpu = 0; gpu < 2; ++gpu) {
-            check(cudaSetDevice(gpu), "set device");
-            check(cudaFree(word[gpu]), "free");
-        }
+        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/round trip\n",
+                    ordered ? "raw ping-pong GPU 0 <-> 1" : "raw ping-pong, relaxed (unordered)", 1, 1, best);
     }
-    std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/round trip\n", "raw ping-pong GPU 0 <-> 1", 1, 1,
-                best);
+
+    // One thread's fences on GPU 0, each after a store to GPU 1's memory.
+    const char *kinds[] = {"fence.sc.sys", "fence.acq_rel.sys", "fence.release.sys", "fence.acquire.sys",
+                           "fence.acq_rel.gpu"};
+    unsigned *remote = zeroed(1, LINE);
+    for (int kind = 0; kind < 5; ++kind) {
+        check(cudaSetDevice(0), "set device");
+        fence_loop<<<1, 1>>>(remote, kind, iterations, elapsed[0]);
+        check(cudaGetLastError(), "launch");
+        synchronize_both();
+        std::printf("fence  %-32s : %8.1f ns\n", kinds[kind], double(read_elapsed(0, elapsed[0])) / iterations);
+    }
     return 0;
 }

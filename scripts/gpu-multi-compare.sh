@@ -18,8 +18,11 @@ for round in $(seq "$rounds"); do
 done
 python3 - "$work/lines.txt" <<'PY'
 import re, sys
-best = {}
+best, fences = {}, {}
 for line in open(sys.argv[1]):
+    f = re.match(r"fence\s+(\S+)\s+:\s*([\d.]+) ns", line)
+    if f:
+        fences[f.group(1)] = min(fences.get(f.group(1), float("inf")), float(f.group(2)))
     if line.startswith("skipped"):
         print(line.strip())
         sys.exit(0)
@@ -29,9 +32,12 @@ for line in open(sys.argv[1]):
         best[key] = min(best.get(key, float("inf")), float(m.group(4)))
 for key, ns in sorted(best.items()):
     print(f"{key[0]:<36} {key[1]:>4} x {key[2]:<5} {ns:>9.1f} ns")
+for kind, ns in fences.items():
+    print(f"one thread's {kind:<23} {ns:>9.1f} ns")
 print()
 # (ours, theirs, target) per shape; the ratio is ours / theirs.
 pairs = [("scoped-sync MultiGrid::sync", "two-level (inbox per GPU)", 0.6),
+         ("scoped-sync MultiGrid::sync", "counter per GPU (CUDA C++)", None),
          ("scoped-sync MultiGrid::sync", "one system counter on GPU 0", None),
          ("scoped-sync MultiGrid::sync", "cg::grid.sync() on one GPU", 2.2)]
 for (ours, grid, block), ns in sorted(best.items()):
@@ -40,7 +46,7 @@ for (ours, grid, block), ns in sorted(best.items()):
             ratio = ns / best[(theirs, grid, block)]
             verdict = "" if target is None else f"  (target <= {target}: {'met' if ratio <= target else 'NOT met'})"
             print(f"{mine} / {theirs} at {grid} x {block}: {ratio:.3f}{verdict}")
-raw = [ns for (label, _, _), ns in best.items() if label.startswith("raw ping-pong")]
+raw = [ns for (label, _, _), ns in best.items() if label == "raw ping-pong GPU 0 <-> 1"]
 for label in ("scoped-sync GpuToGpu ping-pong", "scoped-sync GpuToGpu, sleeping"):
     if raw and (label, 1, 1) in best:
         ratio = best[(label, 1, 1)] / raw[0]
