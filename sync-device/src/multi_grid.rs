@@ -53,14 +53,15 @@ pub struct MultiGridToken {
 /// replies); then it polls its own GPU's counter (local memory) until every block of
 /// every GPU has arrived, and takes an acquire fence; the block meets again.
 ///
-/// Why this design: on an H100 a system-scope release fence costs about 1.6 µs
-/// whatever is outstanding (an acquire fence 0.05 µs), and a relaxed store reaches the
-/// peer GPU in about 0.7 µs. Every block fences for its own writes at the same time as
-/// the others, so one fence and one NVLink crossing lie on the critical path. A
-/// two-level design (gather on each GPU, then the completing block fences and writes
-/// the peers' inboxes) puts a device-scope gather, the fence, the crossing and a
-/// device-scope release in a row; it measured 4.1–5.5 µs per phase where this one
-/// measured about 3.6 µs (two H100s, NVLink, 132 blocks per GPU; docs/multi-gpu.md).
+/// Why this design: on an H100 one thread's system-scope release fence costs about
+/// 1.5 µs whatever is outstanding (an acquire fence 0.03 µs), and a relaxed store
+/// reaches the peer GPU in about 0.8 µs over NVLink. Every block fences for its own
+/// writes at the same time as the others, so one fence and one NVLink crossing lie on
+/// the critical path. A two-level design (gather on each GPU, then the completing
+/// block fences and writes the peers' inboxes) puts a device-scope gather, the fence,
+/// the crossing, a second fence and a device-scope release in a row: 5.5 µs per phase
+/// in CUDA C++ where this one takes 3.7 µs (two H100s, 132 blocks per GPU;
+/// `baselines/multi_gpu_baselines.cu`, docs/multi-gpu.md).
 /// NCCL's device-API barrier (`ncclLsaBarrierSession`) exchanges per-peer epochs
 /// instead, with one fence per exchange; this counter needs native peer atomics.
 ///
@@ -200,6 +201,9 @@ impl MultiGrid {
     /// # Panics
     ///
     /// If `token` is not the block's last arrival.
+    // Inlined, as is everything it calls on the way that succeeds: a call that takes
+    // the barrier by reference kept it in local memory, which measured 4.2 µs per phase
+    // instead of 3.9 at 132 × 1024 threads per GPU (two H100s).
     #[inline]
     pub fn wait_for(
         &mut self,
@@ -288,9 +292,9 @@ impl MultiGrid {
     }
 
     /// GPU `rank`'s counter as this GPU reaches it. Chosen by constant indices, not
-    /// `counters[rank]`: a dynamic index would keep the whole parameter in local
-    /// memory, which every phase's acquire fence evicts from the L1 (measured: 0.5 µs
-    /// per phase at 1024 threads per block).
+    /// `counters[rank]`, so that the barrier stays in registers: a dynamic index, like
+    /// a reference to it passed to a function that is not inlined, keeps it in local
+    /// memory.
     #[inline(always)]
     fn counter_of(&self, rank: u32) -> *mut u64 {
         let mut found = core::ptr::null_mut();
