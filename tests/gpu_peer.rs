@@ -12,6 +12,9 @@
 
 mod common;
 
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
 use common::hang_guard;
 use harness::Gpu;
 use scoped_sync::cuda::{KernelParams, LaunchOptions, MultiGrid, PeerLink, PlacementError};
@@ -401,4 +404,83 @@ fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum
         (UNITS, expected, 0),
         "consumer: (units, checksum, out-of-order units or failed waits)"
     );
+}
+
+#[test]
+fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    let (blocks, threads) = (gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap()), 128);
+    const PHASES: u32 = 10_000;
+    let mut barrier = MultiGrid::with_host_parties(&[&*gpu0, &*gpu1], 1).unwrap();
+    let gpus = [&gpu0, &gpu1];
+    let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_host_phases").unwrap());
+    // Mapped host memory every GPU reaches (portable): the host's slot pair and one
+    // pair per GPU.
+    let host_slot = gpu0.mapped(2).unwrap();
+    let gpu_slots = gpu0.mapped(4).unwrap();
+    let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
+    let params = (0..2)
+        .map(|i| {
+            let counts = gpus[i].address(&counts[i]);
+            KernelParams::new()
+                .pointer(host_slot.device_address())
+                .pointer(gpu_slots.device_address())
+                .u32(PHASES)
+                .u32(10_000)
+                .pointer(counts)
+                .pointer(counts + 4)
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let stale = hang_guard("a host party at a MultiGrid barrier", 300, || {
+        // SAFETY: `multi_grid_host_phases(MultiGrid, host_slot, gpu_slots, phases,
+        // timeout_ms, failures, timeouts)` on both GPUs, the same grid; the slots and
+        // counts outlive the kernels; the party arrives once per phase.
+        let results = unsafe {
+            barrier.launch_with_host_parties(
+                &[&kernels[0], &kernels[1]],
+                blocks,
+                threads,
+                params,
+                |mut party| {
+                    let mut stale = 0u32;
+                    for phase in 1..=PHASES {
+                        let parity = (phase % 2) as usize;
+                        host_slot.host_words()[parity].store(phase, Ordering::Relaxed);
+                        if party.arrive_and_wait(Duration::from_secs(10)).is_err() {
+                            return Err(phase);
+                        }
+                        for gpu in 0..2 {
+                            if gpu_slots.read(2 * gpu + parity) != phase {
+                                stale += 1;
+                            }
+                        }
+                    }
+                    Ok(stale)
+                },
+            )
+        }
+        .unwrap();
+        for gpu in gpus {
+            gpu.synchronize().unwrap();
+        }
+        results
+    });
+    let elapsed = started.elapsed();
+    eprintln!("{blocks} × {threads} per GPU and one host thread, {PHASES} phases: {elapsed:?}");
+    assert_eq!(
+        stale,
+        [Ok(0)],
+        "the host party: stale GPU slots, or the phase it failed"
+    );
+    for (i, gpu) in gpus.iter().enumerate() {
+        let words = gpu.download(&counts[i]).unwrap();
+        assert_eq!(
+            (words[0], words[1]),
+            (0, 0),
+            "GPU {i}: (blocks that saw a stale host slot, failed phases)"
+        );
+    }
 }

@@ -407,3 +407,49 @@ pub unsafe extern "gpu-kernel" fn peer_ping_pong(
         unsafe { elapsed.write(<Gpu as Backend<System>>::now().0 - start.0) };
     }
 }
+
+/// `phases` phases of `MultiGrid::sync_for` (at most `timeout_ms` each) with host
+/// parties: before phase `p`, thread 0 of block 0 writes `p` into `gpu_slots[2 · rank
+/// + p % 2]` (mapped host memory); after it, thread 0 of every block checks that
+/// `host_slot[p % 2]` (written by the host party before it arrived) holds `p`, and
+/// counts in `failures` if not. A failed phase counts in `timeouts` and ends the
+/// thread.
+///
+/// # Safety
+///
+/// Launched through `MultiGrid::launch_with_host_parties` with the same grid on every
+/// GPU; `host_slot` holds 2 words and `gpu_slots` `2 · ranks` words of mapped host
+/// memory; `failures` and `timeouts` point to live words of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn multi_grid_host_phases(
+    mut gpus: MultiGrid,
+    host_slot: *const u32,
+    gpu_slots: *mut u32,
+    phases: u32,
+    timeout_ms: u32,
+    failures: *mut u32,
+    timeouts: *mut u32,
+) {
+    let timeout = Duration::from_millis(u64::from(timeout_ms));
+    let leader = sync_device::thread_in_block() == 0;
+    for phase in 1..=phases {
+        let parity = (phase % 2) as usize;
+        if global_thread_index() == 0 {
+            // SAFETY: this GPU's slot of the parity; the host reads it after the phase
+            // and the next write to it is two phases on.
+            unsafe {
+                gpu_slots
+                    .add(2 * gpus.rank() as usize + parity)
+                    .write_volatile(phase)
+            };
+        }
+        if gpus.sync_for(timeout).is_err() {
+            count(timeouts);
+            return;
+        }
+        // SAFETY: the host's slot of the parity, written before its arrival.
+        if leader && unsafe { host_slot.add(parity).read_volatile() } != phase {
+            count(failures);
+        }
+    }
+}

@@ -2,11 +2,13 @@
 
 use core::time::Duration;
 
-use sync_shared::layout::multi_grid::{MAX_RANKS, POISONED};
-use sync_shared::{Backend, Ordering, System};
+use sync_shared::layout::multi_grid::{
+    BROKEN_WORD, COMPLETION_WORDS, MAX_RANKS, POISONED, RELAY_WORD,
+};
+use sync_shared::{Backend, Device, Ordering, System};
 
 use crate::block_barrier::{sync_block, sync_block_any};
-use crate::geometry::{block_count, thread_in_block};
+use crate::geometry::{block_count, block_index, thread_in_block};
 use crate::gpu::{GlobalTime, Gpu};
 use crate::ptx_atomics::PtxScope;
 
@@ -84,8 +86,14 @@ pub struct MultiGridToken {
 /// [`MultiGridError::Broken`] (a GPU that already saw the phase complete passes it
 /// and fails at the next). [`abort`](Self::abort) marks them all from any thread.
 ///
-/// Not built (see docs/multi-gpu.md): host threads as parties, the two-level local
-/// arrival of grids beyond about 1500 blocks per GPU.
+/// Host threads may take part too (`cuda::MultiGrid::with_host_parties`): each phase
+/// then also waits until every host party has added its arrival to a word in mapped
+/// host memory, which block 0 of each GPU reads once the GPUs' counter is complete and
+/// relays to the GPU's other blocks through a word in the GPU's memory; block 0 then
+/// publishes the completed phase to the host with a system-scope release.
+///
+/// Not built (see docs/multi-gpu.md): the two-level local arrival of grids beyond
+/// about 1500 blocks per GPU.
 ///
 /// Counterpart: `cooperative_groups::this_multi_grid().sync()` (removed in CUDA 12);
 /// NCCL's `ncclLsaBarrierSession` for the whole grid with release/acquire order.
@@ -116,6 +124,18 @@ pub struct MultiGrid {
     broken: u32,
     /// Nonzero between an [`arrive`](Self::arrive) and its wait.
     arrived: u32,
+    /// Host parties' arrivals (mapped host memory, added to by host threads only),
+    /// plus [`POISONED`] once a host party broke the barrier; unused without host
+    /// parties.
+    host_arrivals: *const u64,
+    /// Per GPU, the last phase it completed (mapped host memory, one line per GPU,
+    /// written by block 0 of that GPU), which host parties wait for; unused without
+    /// host parties.
+    completions: *mut u64,
+    /// Host threads taking part in every phase (`cuda::MultiGrid::with_host_parties`).
+    host_parties: u32,
+    /// Padding to the host's layout.
+    _reserved: u32,
 }
 
 impl MultiGrid {
@@ -249,6 +269,13 @@ impl MultiGrid {
             // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
             unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
         }
+        let completion = self.completion();
+        if !completion.is_null() {
+            // SAFETY: this GPU's live completion line: host parties stop waiting.
+            unsafe {
+                System::store_u64(completion.wrapping_add(BROKEN_WORD), 1, Ordering::Relaxed)
+            };
+        }
     }
 
     /// Thread 0's arrival: the release fence, then one add to every GPU's counter.
@@ -275,8 +302,9 @@ impl MultiGrid {
             if seen & POISONED != 0 {
                 return Err(MultiGridError::Broken);
             }
-            if seen >= target {
+            if seen >= target && self.host_arrived(phase)? {
                 System::fence(Ordering::Acquire);
+                self.publish_completion(phase);
                 return Ok(());
             }
             polls = polls.wrapping_add(1);
@@ -284,10 +312,75 @@ impl MultiGrid {
                 let now = <Gpu as Backend<System>>::now();
                 let deadline =
                     *deadline.get_or_insert_with(|| <Gpu as Backend<System>>::after(now, timeout));
-                if now > deadline && give_up(self.counters, self.ranks, self.rank, seen) {
+                // Past the deadline, one more look at the host's word (the GPUs may be
+                // complete and a host party just arrived) before giving up.
+                if now > deadline
+                    && !(seen >= target && self.host_arrived(phase)?)
+                    && give_up(
+                        self.counters,
+                        self.ranks,
+                        self.rank,
+                        seen,
+                        self.completion(),
+                    )
+                {
                     return Err(MultiGridError::TimedOut);
                 }
             }
+        }
+    }
+
+    /// Whether every host party has arrived at `phase` (always, without host parties);
+    /// `Broken` if a host party broke the barrier. Block 0 reads the host's word (a
+    /// PCIe round trip, made only once the GPUs' counter is complete) and, once it
+    /// shows the phase, acquires and relays it to the GPU's other blocks through the
+    /// relay word in the GPU's memory, which they poll instead.
+    #[inline(always)]
+    fn host_arrived(&self, phase: u64) -> Result<bool, MultiGridError> {
+        if self.host_parties == 0 {
+            return Ok(true);
+        }
+        let relay = self.counter_of(self.rank).wrapping_add(RELAY_WORD);
+        if block_index() != 0 {
+            // SAFETY: this GPU's live relay word, stored by its block 0 only.
+            return Ok(unsafe { Device::load_u64(relay, Ordering::Relaxed) } >= phase);
+        }
+        // SAFETY: the launch passes a live mapped word when there are host parties.
+        let seen = unsafe { System::load_u64(self.host_arrivals.cast_mut(), Ordering::Relaxed) };
+        if seen & POISONED != 0 {
+            return Err(MultiGridError::Broken);
+        }
+        if seen < phase * u64::from(self.host_parties) {
+            return Ok(false);
+        }
+        System::fence(Ordering::Acquire);
+        // SAFETY: as above.
+        unsafe { Device::store_u64(relay, phase, Ordering::Release) };
+        Ok(true)
+    }
+
+    /// With host parties, block 0 tells them that this GPU completed `phase`: a
+    /// system-scope release (what every thread of every GPU wrote before the phase,
+    /// acquired just before, goes with it), then a store into this GPU's completion
+    /// word.
+    #[inline(always)]
+    fn publish_completion(&self, phase: u64) {
+        if self.host_parties != 0 && block_index() == 0 {
+            System::fence(Ordering::Release);
+            // SAFETY: this GPU's live completion word (mapped), stored by its block 0
+            // only.
+            unsafe { System::store_u64(self.completion(), phase, Ordering::Relaxed) };
+        }
+    }
+
+    /// This GPU's completion word (null without host parties).
+    #[inline(always)]
+    fn completion(&self) -> *mut u64 {
+        if self.host_parties == 0 {
+            core::ptr::null_mut()
+        } else {
+            self.completions
+                .wrapping_add(self.rank as usize * COMPLETION_WORDS)
         }
     }
 
@@ -329,13 +422,20 @@ impl MultiGrid {
 }
 
 /// Marks GPU `rank`'s counter broken if it still holds `seen` (the phase is not
-/// complete), then every other GPU's: whether this call broke the barrier. A failed
+/// complete), then every other GPU's, and GPU `rank`'s broken word for the host parties
+/// (`completion` is null without): whether this call broke the barrier. A failed
 /// swap means a block arrived or another block gave up: poll again. (The counters by
 /// value, not `&MultiGrid`: a reference would keep the caller's barrier in local
 /// memory.)
 #[cold]
 #[inline(never)]
-fn give_up(counters: [*mut u64; MAX_RANKS], ranks: u32, rank: u32, seen: u64) -> bool {
+fn give_up(
+    counters: [*mut u64; MAX_RANKS],
+    ranks: u32,
+    rank: u32,
+    seen: u64,
+    completion: *mut u64,
+) -> bool {
     let live = &counters[..ranks as usize];
     let own = live[rank as usize];
     // SAFETY: this GPU's live counter.
@@ -346,6 +446,10 @@ fn give_up(counters: [*mut u64; MAX_RANKS], ranks: u32, rank: u32, seen: u64) ->
     for &counter in live.iter().filter(|&&counter| counter != own) {
         // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
         unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
+    }
+    if !completion.is_null() {
+        // SAFETY: this GPU's live completion line: host parties stop waiting.
+        unsafe { System::store_u64(completion.wrapping_add(BROKEN_WORD), 1, Ordering::Relaxed) };
     }
     true
 }

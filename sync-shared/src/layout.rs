@@ -50,8 +50,11 @@ pub const BUS_STOP_SOURCE: Layout = Layout {
 
 /// `sync_device::MultiGrid`, the kernel parameter of a multi-GPU launch on a 64-bit
 /// target: `multi_grid::MAX_RANKS` addresses and the phase, then rank, GPU count and
-/// two flags.
-pub const MULTI_GRID: Layout = Layout { size: 88, align: 8 };
+/// two flags, then the host parties' two addresses and their count.
+pub const MULTI_GRID: Layout = Layout {
+    size: 112,
+    align: 8,
+};
 
 /// The layout of `T`.
 pub const fn of<T>() -> Layout {
@@ -167,8 +170,23 @@ pub mod multi_grid {
     /// counts stay far below it.
     pub const POISONED: u64 = 1 << 63;
 
-    /// `u32` words of one GPU's counter line.
-    pub const WORDS: usize = GRID_LINE_WORDS;
+    /// `u32` words of one GPU's barrier memory: the counter's line, then the relay's.
+    pub const WORDS: usize = 2 * GRID_LINE_WORDS;
+
+    /// The `u64` word, on the second line, through which block 0 of a GPU tells the
+    /// GPU's other blocks that every host party arrived at a phase (the phase; only
+    /// with host parties): one PCIe read per GPU and phase, not one per block.
+    pub const RELAY_WORD: usize = GRID_LINE_WORDS / 2;
+
+    /// `u64` words between two GPUs' completion lines (one 128-byte line each) in the
+    /// mapped host memory that host parties wait on: word 0 the last phase the GPU
+    /// completed (stored by its block 0), word [`BROKEN_WORD`] nonzero once a block of
+    /// the GPU broke the barrier. Stores only: the GPUs read-modify-write nothing in
+    /// host memory.
+    pub const COMPLETION_WORDS: usize = GRID_LINE_WORDS / 2;
+
+    /// See [`COMPLETION_WORDS`].
+    pub const BROKEN_WORD: usize = 1;
 
     /// The most GPUs of one launch: every GPU's counter address travels in the kernel
     /// parameter (a table in global memory would be read after every phase's acquire

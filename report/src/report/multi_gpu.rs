@@ -16,6 +16,8 @@ use scoped_sync::{GpuToGpu, HandoffSemaphore};
 const PHASES: u32 = 20_000;
 /// Round trips per ping-pong launch, as the anchor.
 const ROUND_TRIPS: u32 = 20_000;
+/// How long a host party waits for the GPUs per phase.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 /// Launches per figure; the best is kept.
 const ROUNDS: usize = 3;
 /// Threads per block of the barrier's shapes.
@@ -44,16 +46,13 @@ pub fn run(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
     let gpus = [&first, &second];
     let blocks = first.sm_count()?.min(second.sm_count()?);
     for threads in BLOCK_SIZES {
-        let ns = best_of(|| barrier_phase_ns(gpus, blocks, threads))?;
-        line(
-            out,
-            "scoped-sync MultiGrid::sync",
-            blocks,
-            threads,
-            ns,
-            "barrier",
-        )?;
+        let ns = best_of(|| barrier_phase_ns(gpus, blocks, threads, 0))?;
+        let label = "scoped-sync MultiGrid::sync";
+        line(out, label, blocks, threads, ns, "barrier")?;
     }
+    let ns = best_of(|| barrier_phase_ns(gpus, blocks, BLOCK_SIZES[0], 1))?;
+    let label = "scoped-sync MultiGrid, 1 host party";
+    line(out, label, blocks, BLOCK_SIZES[0], ns, "barrier")?;
     for (label, spin) in [
         ("scoped-sync GpuToGpu ping-pong", true),
         ("scoped-sync GpuToGpu, sleeping", false),
@@ -90,14 +89,15 @@ fn best_of(
     Ok(best)
 }
 
-/// One launch of `multi_grid_timed` on both GPUs, `blocks × threads` each: nanoseconds
-/// per phase.
+/// One launch of `multi_grid_timed` on both GPUs, `blocks × threads` each, with
+/// `host_parties` host threads taking part: nanoseconds per phase.
 fn barrier_phase_ns(
     gpus: [&Gpu; 2],
     blocks: u32,
     threads: u32,
+    host_parties: u32,
 ) -> Result<f64, Box<dyn std::error::Error>> {
-    let mut barrier = MultiGrid::new(&[&**gpus[0], &**gpus[1]])?;
+    let mut barrier = MultiGrid::with_host_parties(&[&**gpus[0], &**gpus[1]], host_parties)?;
     let kernels = [
         gpus[0].kernel("multi_grid_timed")?,
         gpus[1].kernel("multi_grid_timed")?,
@@ -111,8 +111,20 @@ fn barrier_phase_ns(
         })
         .collect();
     // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` on both GPUs, the same
-    // grid; `elapsed` outlives the kernels (synchronized below).
-    unsafe { barrier.launch(&[&kernels[0], &kernels[1]], blocks, threads, params) }?;
+    // grid; `elapsed` outlives the kernels (synchronized below); each party arrives
+    // once per phase.
+    let parties = unsafe {
+        barrier.launch_with_host_parties(
+            &[&kernels[0], &kernels[1]],
+            blocks,
+            threads,
+            params,
+            |mut party| (0..PHASES).all(|_| party.arrive_and_wait(PATIENCE).is_ok()),
+        )
+    }?;
+    if parties.contains(&false) {
+        return Err("a host party's wait failed".into());
+    }
     for gpu in gpus {
         gpu.synchronize()?;
     }

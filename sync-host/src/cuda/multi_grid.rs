@@ -4,13 +4,14 @@
 use cudarc::driver::sys;
 use sync_shared::layout::multi_grid;
 
+use super::multi_grid_host::{HostParty, HostPartyWords};
 use super::{
     CudaError, Dim3, Kernel, KernelParams, LaunchOptions, PeerMemory, PlacementError, Runtime,
 };
 
 /// The host's image of `sync_device::MultiGrid` for one GPU (`#[repr(C)]`:
-/// [`multi_grid::MAX_RANKS`] addresses and the phase, then four u32; passed as the
-/// words of [`words`](Self::words)).
+/// [`multi_grid::MAX_RANKS`] addresses and the phase, then four u32, then the host
+/// parties' two addresses and two u32; passed as the words of [`words`](Self::words)).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(super) struct MultiGridParam {
@@ -20,6 +21,10 @@ pub(super) struct MultiGridParam {
     ranks: u32,
     broken: u32,
     arrived: u32,
+    host_arrivals: u64,
+    completions: u64,
+    host_parties: u32,
+    reserved: u32,
 }
 
 sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
@@ -60,6 +65,8 @@ pub struct MultiGrid {
     runtimes: Vec<Runtime>,
     /// Owns each GPU's counter line, reachable by the others (`params[_].counters[i]`).
     counters: Vec<PeerMemory>,
+    /// The host parties' words, if the barrier has host parties.
+    host: Option<HostPartyWords>,
     /// Each GPU's kernel parameter (phase 0), pointing at the words above.
     params: Vec<MultiGridParam>,
 }
@@ -80,6 +87,23 @@ impl MultiGrid {
     /// If `gpus` is empty, names one GPU twice, or holds more than
     /// [`multi_grid::MAX_RANKS`] (8) GPUs.
     pub fn new(gpus: &[&Runtime]) -> Result<Self, PlacementError> {
+        Self::with_host_parties(gpus, 0)
+    }
+
+    /// [`new`](Self::new), with `host_parties` host threads taking part in every phase
+    /// too ([`launch_with_host_parties`](Self::launch_with_host_parties) runs them).
+    /// Their words are pinned host memory that every GPU maps: each phase then also
+    /// costs every GPU one read across PCIe (once its counter is complete) and, on
+    /// block 0 of each GPU, a system-scope release to publish the completed phase.
+    ///
+    /// # Errors
+    ///
+    /// As [`new`](Self::new), and a failed allocation of the mapped words.
+    ///
+    /// # Panics
+    ///
+    /// As [`new`](Self::new).
+    pub fn with_host_parties(gpus: &[&Runtime], host_parties: u32) -> Result<Self, PlacementError> {
         assert!(!gpus.is_empty(), "MultiGrid::new: no GPUs");
         assert!(
             gpus.len() <= multi_grid::MAX_RANKS,
@@ -116,7 +140,14 @@ impl MultiGrid {
         for (address, memory) in addresses.iter_mut().zip(&counters) {
             *address = memory.device_address();
         }
-        // Unified addressing: every GPU reaches a counter at the owner's address.
+        let host = if host_parties == 0 {
+            None
+        } else {
+            gpus[0].bind()?;
+            Some(HostPartyWords::new(host_parties, gpus.len())?)
+        };
+        // Unified addressing: every GPU reaches a counter at the owner's address, and
+        // the portable host words at one address.
         let params = (0..ranks)
             .map(|rank| MultiGridParam {
                 counters: addresses,
@@ -125,11 +156,16 @@ impl MultiGrid {
                 ranks,
                 broken: 0,
                 arrived: 0,
+                host_arrivals: host.as_ref().map_or(0, HostPartyWords::arrivals_address),
+                completions: host.as_ref().map_or(0, HostPartyWords::completions_address),
+                host_parties,
+                reserved: 0,
             })
             .collect();
         Ok(Self {
             runtimes: gpus.iter().map(|&gpu| gpu.clone()).collect(),
             counters,
+            host,
             params,
         })
     }
@@ -175,6 +211,43 @@ impl MultiGrid {
         block: impl Into<Dim3>,
         params: Vec<KernelParams>,
     ) -> Result<(), CudaError> {
+        assert!(
+            self.host.is_none(),
+            "MultiGrid::launch: the barrier has host parties; launch it with launch_with_host_parties"
+        );
+        // SAFETY: the caller's contract.
+        unsafe { self.launch_with_host_parties(kernels, grid, block, params, |_| ()) }?;
+        Ok(())
+    }
+
+    /// [`launch`](Self::launch), and one host thread per host party
+    /// ([`with_host_parties`](Self::with_host_parties)) running `party` with its
+    /// [`HostParty`] while the kernels run; returns once every kernel is launched and
+    /// every party returned, with the parties' results. (A launch may return only when
+    /// its kernel ends, `CUDA_LAUNCH_BLOCKING=1`: the parties run beside the launching
+    /// threads, so the kernels meet them either way.)
+    ///
+    /// # Errors
+    ///
+    /// As [`launch`](Self::launch). The parties run even if a launch fails: give their
+    /// waits a timeout.
+    ///
+    /// # Panics
+    ///
+    /// As [`launch`](Self::launch), or if `party` panics.
+    ///
+    /// # Safety
+    ///
+    /// As [`launch`](Self::launch); every party calls
+    /// [`HostParty::arrive_and_wait`] as often as each kernel thread calls `sync`.
+    pub unsafe fn launch_with_host_parties<R: Send>(
+        &mut self,
+        kernels: &[&Kernel],
+        grid: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+        params: Vec<KernelParams>,
+        party: impl Fn(HostParty<'_>) -> R + Sync,
+    ) -> Result<Vec<R>, CudaError> {
         let (grid, block) = (grid.into(), block.into());
         assert!(
             kernels.len() == self.ranks() && params.len() == self.ranks(),
@@ -210,12 +283,21 @@ impl MultiGrid {
                     .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
             }
         }
+        if let Some(host) = &self.host {
+            host.zero();
+        }
         self.synchronize_all("wait for the multi-GPU barrier's zeroing")?;
         let options = LaunchOptions {
             cooperative: true,
             ..LaunchOptions::default()
         };
+        let (host, party) = (self.host.as_ref(), &party);
         std::thread::scope(|scope| {
+            let parties: Vec<_> = host
+                .into_iter()
+                .flat_map(|words| (0..words.parties).map(move |_| words))
+                .map(|words| scope.spawn(move || party(HostParty::new(words))))
+                .collect();
             let launches: Vec<_> = kernels
                 .iter()
                 .zip(&self.runtimes)
@@ -240,9 +322,14 @@ impl MultiGrid {
                 })
                 .collect();
             // Every thread is joined (the scope joins the rest if one fails first).
-            launches
+            let launched = launches
                 .into_iter()
-                .try_for_each(|launch| launch.join().expect("a launch thread panicked"))
+                .try_for_each(|launch| launch.join().expect("a launch thread panicked"));
+            let results = parties
+                .into_iter()
+                .map(|party| party.join().expect("a host party panicked"))
+                .collect();
+            launched.map(|()| results)
         })
     }
 }
@@ -260,15 +347,19 @@ impl MultiGrid {
 }
 
 impl MultiGridParam {
-    /// The parameter as `KernelParams` words: 88 bytes, little-endian (the addresses,
-    /// the phase, then `rank` and `ranks`, then `broken` and `arrived`, two to a word).
-    fn words(&self) -> [u64; multi_grid::MAX_RANKS + 3] {
-        let mut words = [0; multi_grid::MAX_RANKS + 3];
+    /// The parameter as `KernelParams` words: 112 bytes, little-endian (the
+    /// addresses, the phase, then `rank` and `ranks`, then `broken` and `arrived`, two
+    /// to a word, then the host parties' two addresses, their count and padding).
+    fn words(&self) -> [u64; multi_grid::MAX_RANKS + 6] {
+        let mut words = [0; multi_grid::MAX_RANKS + 6];
         words[..multi_grid::MAX_RANKS].copy_from_slice(&self.counters);
         words[multi_grid::MAX_RANKS..].copy_from_slice(&[
             self.phase,
             u64::from(self.rank) | u64::from(self.ranks) << 32,
             u64::from(self.broken) | u64::from(self.arrived) << 32,
+            self.host_arrivals,
+            self.completions,
+            u64::from(self.host_parties) | u64::from(self.reserved) << 32,
         ]);
         words
     }

@@ -387,13 +387,21 @@ impl Runtime {
 }
 
 /// Pinned host memory mapped into the GPU: (host pointer, device address). The caller
-/// has bound the context.
+/// has bound the context. Portable: every context of the process may map it (at the
+/// same address, with unified addressing), which the host parties of a multi-GPU
+/// barrier need.
 pub(super) fn allocate_mapped(bytes: usize) -> Result<(NonNull<u8>, sys::CUdeviceptr), CudaError> {
     let mut host: *mut c_void = std::ptr::null_mut();
     // SAFETY: out-pointer to a local; the size is what we ask for.
-    unsafe { sys::cuMemHostAlloc(&mut host, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP) }
-        .result()
-        .map_err(CudaError::driver("allocate mapped host memory"))?;
+    unsafe {
+        sys::cuMemHostAlloc(
+            &mut host,
+            bytes,
+            sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+        )
+    }
+    .result()
+    .map_err(CudaError::driver("allocate mapped host memory"))?;
     let mut device: sys::CUdeviceptr = 0;
     // SAFETY: `host` was just allocated with DEVICEMAP.
     let mapped = unsafe { sys::cuMemHostGetDevicePointer_v2(&mut device, host, 0) }.result();
