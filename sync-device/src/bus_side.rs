@@ -50,14 +50,7 @@ unsafe impl Side for Gpu {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
-        // SAFETY: as above.
-        let previous =
-            unsafe { Device::cas_u64(word.as_ptr(), current, new, cas_order(success, failure)) };
-        if previous == current {
-            Ok(previous)
-        } else {
-            Err(previous)
-        }
+        compare_exchange_at::<Device>(word, current, new, cas_order(success, failure))
     }
     fn compare_exchange_shared(
         word: &BusWord,
@@ -66,19 +59,31 @@ unsafe impl Side for Gpu {
         success: Ordering,
         failure: Ordering,
     ) -> Result<u64, u64> {
-        // SAFETY: as above; system scope, so that two GPUs sharing the word race
-        // atomically (the stop source of a cross-GPU handoff).
-        let previous =
-            unsafe { System::cas_u64(word.as_ptr(), current, new, cas_order(success, failure)) };
-        if previous == current {
-            Ok(previous)
-        } else {
-            Err(previous)
-        }
+        // System scope, so that two GPUs sharing the word race atomically (the stop
+        // source of a cross-GPU handoff).
+        compare_exchange_at::<System>(word, current, new, cas_order(success, failure))
     }
     fn pause(round: &mut u32) {
         nanosleep(backoff_ns(*round));
         *round = round.saturating_add(1);
+    }
+}
+
+/// A strong compare-and-exchange on a bus object's word at scope `S`: `Ok` with the
+/// previous value if it was `current`, else `Err` with it.
+#[inline(always)]
+fn compare_exchange_at<S: PtxScope>(
+    word: &BusWord,
+    current: u64,
+    new: u64,
+    order: Ordering,
+) -> Result<u64, u64> {
+    // SAFETY: a live, aligned atomic word (see `Side for Gpu`).
+    let previous = unsafe { S::cas_u64(word.as_ptr(), current, new, order) };
+    if previous == current {
+        Ok(previous)
+    } else {
+        Err(previous)
     }
 }
 
