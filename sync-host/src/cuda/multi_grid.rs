@@ -96,6 +96,40 @@ impl MultiGrid {
     /// costs every GPU one read across PCIe (once its counter is complete) and, on
     /// block 0 of each GPU, a system-scope release to publish the completed phase.
     ///
+    /// # Examples
+    ///
+    /// A host thread that prepares each step's input while two GPUs' grids wait for it
+    /// at the barrier (`step(MultiGrid, *const u32)` calls `sync` once per step, then
+    /// reads slot `step % 2`: the host writes a slot again only two phases later, after
+    /// every GPU thread has arrived at the phase in between):
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use sync_host::cuda::{KernelParams, MultiGrid, Runtime};
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let gpus = [Runtime::open(0)?, Runtime::open(1)?];
+    /// let mut barrier = MultiGrid::with_host_parties(&[&gpus[0], &gpus[1]], 1)?;
+    /// let input = gpus[0].mapped(2)?; // portable: both GPUs read it
+    /// let modules = [gpus[0].load_file("k.ptx")?, gpus[1].load_file("k.ptx")?];
+    /// let kernels = [modules[0].kernel("step")?, modules[1].kernel("step")?];
+    /// let params = (0..2).map(|_| KernelParams::new().pointer(input.device_address())).collect();
+    /// // SAFETY: `step(MultiGrid, *const u32)` on both GPUs, 100 `sync`s each; the
+    /// // party arrives 100 times; `input` outlives the kernels.
+    /// let outcomes = unsafe {
+    ///     barrier.launch_with_host_parties(&[&kernels[0], &kernels[1]], 132, 256, params, |mut party| {
+    ///         for step in 0..100 {
+    ///             input.host_words()[step as usize % 2].store(step, std::sync::atomic::Ordering::Relaxed);
+    ///             party.arrive_and_wait(Duration::from_secs(10))?;
+    ///         }
+    ///         Ok::<(), sync_host::cuda::HostPartyError>(())
+    ///     })
+    /// }?;
+    /// assert!(outcomes.iter().all(Result::is_ok));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
     /// # Errors
     ///
     /// As [`new`](Self::new), and a failed allocation of the mapped words.
