@@ -5,6 +5,7 @@
 
 use core::time::Duration;
 
+use crate::count;
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{
     block_size, global_thread_index, sync_block, thread_in_block, Barrier, BusBarrier, BusLatch,
@@ -23,11 +24,6 @@ fn payload_of(seq: u64) -> u32 {
 
 fn now() -> GlobalTime {
     <Gpu as Backend<System>>::now()
-}
-
-fn count(word: *mut u32) {
-    // SAFETY: callers pass a live device word that is only touched atomically.
-    unsafe { Device::fetch_add_u32(word, 1, Ordering::Relaxed) };
 }
 
 /// The baseline of the handoff round trip: the anchor's spin ping-pong on one word of

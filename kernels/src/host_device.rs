@@ -8,6 +8,7 @@
 
 use core::time::Duration;
 
+use crate::count;
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{DeviceWait, GlobalTime, Gpu, HandoffSemaphore, HostToGpu, System};
 use sync_shared::{Backend, Device, Ordering};
@@ -19,11 +20,6 @@ const GAVE_UP: u32 = 2;
 
 fn now() -> GlobalTime {
     <Gpu as Backend<System>>::now()
-}
-
-fn count(word: *mut u32) {
-    // SAFETY: callers pass a live device word that is only touched atomically.
-    unsafe { Device::fetch_add_u32(word, 1, Ordering::Relaxed) };
 }
 
 /// One thread stores 1 to `started` (mapped: the host learns that the kernel runs),

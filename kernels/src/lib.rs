@@ -31,6 +31,17 @@ mod peer;
 mod primitive_costs;
 mod sanitize;
 
+use sync_device::ptx_atomics::PtxScope;
+use sync_shared::scope::Device;
+use sync_shared::Ordering;
+
+/// Adds 1 to a counter word of the test kernels (device or mapped memory of this GPU,
+/// which no other GPU and no host thread read-modify-writes meanwhile).
+fn count(word: *mut u32) {
+    // SAFETY: callers pass a live word that is only touched atomically.
+    unsafe { <Device as PtxScope>::fetch_add_u32(word, 1, Ordering::Relaxed) };
+}
+
 /// One kernel per scope × operation × width × ordering.
 mod probes {
     use sync_device::ptx_atomics::PtxScope;

@@ -9,6 +9,8 @@ use sync_device::{
 };
 use sync_shared::{Backend, Barrier, Device, Latch, Ordering, System, Word};
 
+use crate::count;
+
 /// How long a thread waits for the other GPU before it counts a failure and leaves
 /// (a dead peer must end the test, not hang it).
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -214,19 +216,15 @@ pub unsafe extern "gpu-kernel" fn multi_grid_abort_after(
     broken: *mut u32,
     passed: *mut u32,
 ) {
-    // SAFETY: the caller's contract.
-    let (broken, passed) = unsafe { (Word::from_ptr(broken), Word::from_ptr(passed)) };
     for phase in 0..=phases {
         if phase == phases && abort != 0 && global_thread_index() == 0 {
             gpus.abort();
         }
         match gpus.sync_for(PATIENCE) {
-            Ok(()) => <Gpu as Backend<Device>>::fetch_add(passed, 1, Ordering::Relaxed),
-            Err(MultiGridError::Broken) => {
-                <Gpu as Backend<Device>>::fetch_add(broken, 1, Ordering::Relaxed)
-            }
+            Ok(()) => count(passed),
+            Err(MultiGridError::Broken) => count(broken),
             Err(MultiGridError::TimedOut) => return,
-        };
+        }
     }
 }
 
@@ -238,13 +236,6 @@ pub const HANDOFF_RING: u64 = 64;
 /// the same values).
 fn handoff_payload(k: u64) -> u64 {
     k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
-}
-
-/// Adds 1 to `word` (device memory of this GPU).
-fn count(word: *mut u32) {
-    // SAFETY: the callers' contracts: a live word.
-    let word = unsafe { Word::from_ptr(word) };
-    <Gpu as Backend<Device>>::fetch_add(word, 1, Ordering::Relaxed);
 }
 
 /// The producing GPU's end of a cross-GPU handoff, in thread 0: `units` units, each

@@ -269,13 +269,7 @@ impl MultiGrid {
             // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
             unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
         }
-        let completion = self.completion();
-        if !completion.is_null() {
-            // SAFETY: this GPU's live completion line: host parties stop waiting.
-            unsafe {
-                System::store_u64(completion.wrapping_add(BROKEN_WORD), 1, Ordering::Relaxed)
-            };
-        }
+        tell_host_parties_broken(self.completion());
     }
 
     /// Thread 0's arrival: the release fence, then one add to every GPU's counter.
@@ -447,9 +441,15 @@ fn give_up(
         // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
         unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
     }
+    tell_host_parties_broken(completion);
+    true
+}
+
+/// Marks the barrier broken in this GPU's completion line (`completion`; null without
+/// host parties), which the host parties' waits watch.
+fn tell_host_parties_broken(completion: *mut u64) {
     if !completion.is_null() {
-        // SAFETY: this GPU's live completion line: host parties stop waiting.
+        // SAFETY: this GPU's live completion line in mapped host memory.
         unsafe { System::store_u64(completion.wrapping_add(BROKEN_WORD), 1, Ordering::Relaxed) };
     }
-    true
 }

@@ -72,22 +72,19 @@ impl HostPartyWords {
 
     /// GPU `rank`'s completed phase.
     fn completion(&self, rank: usize) -> &AtomicU64 {
-        assert!(rank < self.ranks);
-        // SAFETY: line `1 + rank` of the live allocation.
-        unsafe { AtomicU64::from_ptr(self.host.as_ptr().add((1 + rank) * COMPLETION_WORDS)) }
+        self.completion_line_word(rank, 0)
     }
 
     /// Nonzero once a block of GPU `rank` broke the barrier.
     fn broken(&self, rank: usize) -> &AtomicU64 {
-        assert!(rank < self.ranks);
-        // SAFETY: as above, a later word of the line.
-        unsafe {
-            AtomicU64::from_ptr(
-                self.host
-                    .as_ptr()
-                    .add((1 + rank) * COMPLETION_WORDS + BROKEN_WORD),
-            )
-        }
+        self.completion_line_word(rank, BROKEN_WORD)
+    }
+
+    /// Word `word` of GPU `rank`'s completion line (line `1 + rank`).
+    fn completion_line_word(&self, rank: usize, word: usize) -> &AtomicU64 {
+        assert!(rank < self.ranks && word < COMPLETION_WORDS);
+        // SAFETY: in the live allocation of `1 + ranks` lines, 8-byte aligned.
+        unsafe { AtomicU64::from_ptr(self.host.as_ptr().add((1 + rank) * COMPLETION_WORDS + word)) }
     }
 }
 
