@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use common::hang_guard;
 use harness::Gpu;
-use scoped_sync::cuda::{KernelParams, LaunchOptions, MultiGrid, PeerLink, PlacementError};
+use scoped_sync::cuda::{
+    HostPartyError, KernelParams, LaunchOptions, MultiGrid, PeerLink, PlacementError,
+};
 use scoped_sync::{Barrier, BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
 
 /// GPUs 0 and 1 with the project's kernels, or `None` after saying why the test is
@@ -291,12 +293,50 @@ fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second()
 
 #[test]
 fn an_abort_on_one_gpu_ends_the_phase_on_both_with_broken() {
+    abort_after_phases(Abort::ByGpu0);
+}
+
+#[test]
+fn an_abort_on_a_gpu_ends_a_host_partys_wait_with_broken() {
+    abort_after_phases(Abort::ByGpu0WithHostParty);
+}
+
+#[test]
+fn an_abort_by_a_host_party_ends_the_phase_on_both_gpus_with_broken() {
+    abort_after_phases(Abort::ByHostParty);
+}
+
+/// Phases the abort tests pass before the abort.
+const ABORT_AFTER: u32 = 50;
+
+/// Who breaks the barrier in [`abort_after_phases`], and whether a host party takes part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Abort {
+    /// Thread 0 of GPU 0, without host parties.
+    ByGpu0,
+    /// Thread 0 of GPU 0, with one host party.
+    ByGpu0WithHostParty,
+    /// The one host party.
+    ByHostParty,
+}
+
+/// `multi_grid_abort_after` on both GPUs: every thread of both GPUs (and the host party,
+/// if any) passes [`ABORT_AFTER`] phases, then `abort` breaks the barrier and every
+/// wait of the next phase fails with `Broken`, all of them, at once: a phase that
+/// completed before the abort completes for every thread, also for one that sees it
+/// complete only after the abort (a race the first H200 run of the GPU-only case
+/// caught), and none passes the next.
+fn abort_after_phases(abort: Abort) {
     let Some((gpu0, gpu1)) = two_gpus() else {
         return;
     };
     let (blocks, threads) = (gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap()), 128);
-    let phases = 50;
-    let mut barrier = MultiGrid::new(&[&*gpu0, &*gpu1]).unwrap();
+    let mut barrier = if abort == Abort::ByGpu0 {
+        MultiGrid::new(&[&*gpu0, &*gpu1])
+    } else {
+        MultiGrid::with_host_parties(&[&*gpu0, &*gpu1], 1)
+    }
+    .unwrap();
     let gpus = [&gpu0, &gpu1];
     let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_abort_after").unwrap());
     let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
@@ -304,33 +344,69 @@ fn an_abort_on_one_gpu_ends_the_phase_on_both_with_broken() {
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
             KernelParams::new()
-                .u32(phases)
-                .u32(u32::from(i == 0))
+                .u32(ABORT_AFTER)
+                .u32(u32::from(i == 0 && abort != Abort::ByHostParty))
                 .pointer(counts)
                 .pointer(counts + 4)
         })
         .collect();
     let started = std::time::Instant::now();
-    hang_guard("MultiGrid::abort across two GPUs", 300, || {
-        // SAFETY: `multi_grid_abort_after(MultiGrid, phases, abort, broken, passed)` on
-        // both GPUs, the same grid on each; the counts outlive the kernels.
-        unsafe { barrier.launch(&[&kernels[0], &kernels[1]], blocks, threads, params) }.unwrap();
-        for gpu in gpus {
-            gpu.synchronize().unwrap();
-        }
-    });
+    let parties = hang_guard(
+        &format!("MultiGrid abort across two GPUs, {abort:?}"),
+        300,
+        || {
+            // SAFETY: `multi_grid_abort_after(MultiGrid, phases, abort, broken, passed)` on
+            // both GPUs, the same grid on each; the counts outlive the kernels; a host
+            // party arrives as often as the kernels' threads (`ABORT_AFTER` + 1 times).
+            let parties = unsafe {
+                barrier.launch_with_host_parties(
+                    &[&kernels[0], &kernels[1]],
+                    blocks,
+                    threads,
+                    params,
+                    |mut party| {
+                        let patience = Duration::from_secs(10);
+                        let mut waits: Vec<_> = (0..ABORT_AFTER)
+                            .map(|_| party.arrive_and_wait(patience))
+                            .collect();
+                        if abort == Abort::ByHostParty {
+                            party.abort();
+                        }
+                        waits.push(party.arrive_and_wait(patience));
+                        waits
+                    },
+                )
+            }
+            .unwrap();
+            for gpu in gpus {
+                gpu.synchronize().unwrap();
+            }
+            parties
+        },
+    );
     let elapsed = started.elapsed();
     let per_gpu = blocks * threads;
     for (i, gpu) in gpus.iter().enumerate() {
         let words = gpu.download(&counts[i]).unwrap();
         assert_eq!(
             (words[0], words[1]),
-            (per_gpu, phases * per_gpu),
-            "GPU {i}: (waits ended Broken, waits passed); every thread passes {phases} phases, then sees the abort"
+            (per_gpu, ABORT_AFTER * per_gpu),
+            "{abort:?}, GPU {i}: (waits ended Broken, waits passed); every thread passes {ABORT_AFTER} phases, then sees the abort"
+        );
+    }
+    for waits in parties {
+        let passed = waits.iter().take_while(|wait| wait.is_ok()).count();
+        assert_eq!(
+            (passed, waits.last()),
+            (ABORT_AFTER as usize, Some(&Err(HostPartyError::Broken))),
+            "{abort:?}: the host party's (phases passed, last wait)"
         );
     }
     // Far below the 10 s patience: the abort, not a timeout, ended the waits.
-    assert!(elapsed < std::time::Duration::from_secs(5), "{elapsed:?}");
+    assert!(
+        elapsed < std::time::Duration::from_secs(5),
+        "{abort:?}: {elapsed:?}"
+    );
 }
 
 /// The payload of unit `k` of `peer_handoff_produce` (kernels/src/peer.rs).

@@ -471,12 +471,15 @@ fn the_grid_barrier_holds_both_forms_inline() {
     );
 }
 
-/// `MultiGrid::sync` (kernel `multi_grid_phases`): a block's arrival is one
-/// system-scope release fence, then relaxed system-scope adds to every GPU's counter;
-/// the wait is relaxed system-scope polls of this GPU's counter and an acquire fence;
-/// giving up is a compare-and-swap and `or`s into the counters; the verdict reaches
-/// the whole block through `barrier.red.or`. No device-scope step, and no two-way
-/// system fence (an H100 pays 1.6 µs for each).
+/// `MultiGrid::sync` (kernel `multi_grid_phases`): a block's arrival is a device-scope
+/// release add to its GPU's gather word; the block completing the gather takes a
+/// device-scope acquire fence and one system-scope release fence, then relaxed
+/// system-scope reductions to every GPU's counter; the wait is relaxed system-scope
+/// polls of this GPU's counter and an acquire fence (the per-phase atomics in the
+/// `.global` space: a generic 64-bit add waits for its reply); giving up is a compare-and-swap,
+/// breaking the barrier `or`s into the counters and compare-and-swaps on their
+/// broken-from words; the verdict reaches the whole block through `barrier.red.or`. No
+/// two-way system fence (an H100 pays 1.6 µs for each).
 #[test]
 fn the_multi_gpu_barrier_compiles_to_its_exchange() {
     let Some(ptx) = ptx() else { return };
@@ -486,26 +489,31 @@ fn the_multi_gpu_barrier_compiles_to_its_exchange() {
         "multi_grid_phases",
         &instructions,
         &[
+            "atom.release.gpu.global.add.u64",
+            "fence.acquire.gpu",
             "fence.release.sys",
-            "atom.relaxed.sys.add.u64",
-            "ld.relaxed.sys.u64",
+            "red.relaxed.sys.global.add.u64",
+            "ld.relaxed.sys.global.u64",
             "fence.acquire.sys",
         ],
     );
-    // Giving up is a cold function of its own.
-    let give_up = ptx
-        .split("\n.func ")
-        .find(|function| {
-            // The definition, not the forward declaration.
-            let head = function.lines().next().unwrap_or_default();
-            head.contains("give_up") && function.lines().any(|line| line.trim() == "{")
-        })
-        .expect("MultiGrid's give_up in the module");
-    assert_holds(
-        "MultiGrid give_up",
-        &synchronizing_instructions(give_up),
-        &["atom.relaxed.sys.cas.b64", "atom.relaxed.sys.or.b64"],
-    );
+    // Giving up, breaking the barrier and reading where a break starts are cold
+    // functions of their own.
+    for (function, wanted) in [
+        ("give_up", &["atom.relaxed.sys.cas.b64"][..]),
+        (
+            "break_from",
+            &["atom.relaxed.sys.or.b64", "atom.relaxed.sys.cas.b64"][..],
+        ),
+        ("holds_for", &["ld.relaxed.sys.u64"][..]),
+    ] {
+        let body = defined_function(ptx, function);
+        assert_holds(
+            &format!("MultiGrid {function}"),
+            &synchronizing_instructions(body),
+            wanted,
+        );
+    }
     assert!(
         !instructions
             .iter()
@@ -516,6 +524,20 @@ fn the_multi_gpu_barrier_compiles_to_its_exchange() {
         body.contains("barrier.red.or.pred"),
         "multi_grid_phases: no barrier.red.or"
     );
+}
+
+/// The body of the function whose mangled name ends in `name` (its length, then the
+/// name: `..7give_up`), the definition, not the forward declaration.
+fn defined_function<'a>(ptx: &'a str, name: &str) -> &'a str {
+    let suffix = format!("{}{name}", name.len());
+    ptx.split("\n.func ")
+        .find(|function| {
+            let head = function.lines().next().unwrap_or_default();
+            let symbol = head.split(['(', ' ']).rfind(|part| !part.is_empty());
+            symbol.is_some_and(|symbol| symbol.ends_with(&suffix))
+                && function.lines().any(|line| line.trim() == "{")
+        })
+        .unwrap_or_else(|| panic!("no function `{name}` defined in the module"))
 }
 
 /// Fails unless `kernel`'s synchronizing `instructions` hold every one of `wanted`.

@@ -155,6 +155,8 @@ mod device_print;
 #[cfg(target_arch = "nvptx64")]
 mod geometry;
 #[cfg(target_arch = "nvptx64")]
+mod global_atomics;
+#[cfg(target_arch = "nvptx64")]
 mod gpu;
 #[cfg(target_arch = "nvptx64")]
 mod grid;

@@ -3,12 +3,13 @@
 use core::time::Duration;
 
 use sync_shared::layout::multi_grid::{
-    BROKEN_WORD, COMPLETION_WORDS, MAX_RANKS, POISONED, RELAY_WORD,
+    BROKEN_FROM_WORD, COMPLETION_WORDS, GATHER_WORD, MAX_RANKS, POISONED, RELAY_WORD,
 };
 use sync_shared::{Backend, Device, Ordering, System};
 
 use crate::block_barrier::{sync_block, sync_block_any};
 use crate::geometry::{block_count, block_index, thread_in_block};
+use crate::global_atomics;
 use crate::gpu::{GlobalTime, Gpu};
 use crate::ptx_atomics::PtxScope;
 
@@ -28,9 +29,9 @@ pub enum MultiGridError {
     /// late), and this block was the first of its GPU to give up: it broke the barrier
     /// on every GPU.
     TimedOut,
-    /// The barrier is broken: a block of some GPU timed out, a thread called
-    /// [`MultiGrid::abort`], or an earlier phase of this block failed. Every later wait
-    /// of every GPU fails at once.
+    /// The barrier is broken from this phase on: a block of some GPU timed out, a
+    /// thread or host party called abort, or an earlier phase of this block failed.
+    /// Every later wait of every GPU fails at once.
     Broken,
 }
 
@@ -48,44 +49,57 @@ pub struct MultiGridToken {
 /// cooperatively (every block of each co-resident, the same shape on every GPU) after
 /// checking that every GPU reaches every other's memory with native atomics.
 ///
-/// Each GPU has one arrival counter (a 128-byte line) in its own memory. A phase:
-/// the block meets at its hardware barrier; thread 0 takes one system-scope release
-/// fence and adds the block's arrival to the counter of every GPU (relaxed
-/// system-scope adds, the peers' over NVLink, issued back to back without waiting for
-/// replies); then it polls its own GPU's counter (local memory) until every block of
-/// every GPU has arrived, and takes an acquire fence; the block meets again.
+/// Each GPU has, in its own memory, one arrival counter and one gather word (128-byte
+/// lines of their own). A phase: the block meets at its hardware barrier; thread 0 adds
+/// the block's arrival to its GPU's gather word (a device-scope release add); the block
+/// whose add completes the GPU's count acquires the others', takes one system-scope
+/// release fence and adds the GPU's block count to the counter of every GPU (relaxed
+/// system-scope reductions, the peers' over NVLink); every block's thread 0 polls its
+/// own GPU's counter (local memory) until every GPU's blocks are in, and takes an
+/// acquire fence; the block meets again.
 ///
-/// Why this design: on an H100 one thread's system-scope release fence costs about
-/// 1.5 µs whatever is outstanding (an acquire fence 0.03 µs), and a relaxed store
-/// reaches the peer GPU in about 0.8 µs over NVLink. Every block fences for its own
-/// writes at the same time as the others, so one fence and one NVLink crossing lie on
-/// the critical path. A two-level design (gather on each GPU, then the completing
-/// block fences and writes the peers' inboxes) puts a device-scope gather, the fence,
-/// the crossing, a second fence and a device-scope release in a row: 5.5 µs per phase
-/// in CUDA C++ where this one takes 3.7 µs (two H100s, 132 blocks per GPU;
-/// `baselines/multi_gpu_baselines.cu`, docs/multi-gpu.md).
-/// NCCL's device-API barrier (`ncclLsaBarrierSession`) exchanges per-peer epochs
-/// instead, with one fence per exchange; this counter needs native peer atomics.
+/// Why this design: a system-scope release fence is what publishes a block's writes to
+/// another GPU, and it is the dear step: one thread's costs 0.9 µs on an H200 (1.5 µs
+/// on an H100; an acquire fence 0.03 µs), and 132 blocks fencing at once cost far more
+/// than one (measured on two H200s: 2.8 µs per phase when every block fences at system
+/// scope and adds to both GPUs' counters, 1.1 µs with no fence at all). Here the blocks
+/// fence at device scope, and one block per GPU and phase fences at system scope, for
+/// all of its GPU's blocks (the fence is cumulative over what it acquired); the
+/// crossing is one reduction per GPU pair, and the poll stays in local memory. The
+/// same design in CUDA C++ takes 2.1 µs per phase on two H200s where the classic
+/// two-level barrier (local counter, fence, inbox store per peer, fence, local release)
+/// takes 3.1 µs (`baselines/multi_gpu_baselines.cu`, docs/multi-gpu.md). NCCL's
+/// device-API barrier (`ncclLsaBarrierSession`) exchanges per-peer epochs between blocks
+/// of the same index instead, each block with its own system fence; the counter needs
+/// native peer atomics.
 ///
-/// Memory ordering: each block's arrival is a release pattern (the fence, then its
-/// add) at system scope, cumulative over what the block's threads wrote before the
-/// block barrier; the counter is read-modify-written only, so a poll that reads the
-/// last arrival's add reads after every add (observation order runs through atomic
-/// operations), and the relaxed poll plus the acquire fence make an acquire pattern
-/// that every block's release pattern synchronizes with. So every write made by any
-/// thread of any GPU before its `sync` is visible to every thread of every GPU after
-/// it. (Data written by the tensor-memory accelerator needs its own proxy fence
-/// first.)
+/// Memory ordering: a block's arrival is a release at device scope (the add on the
+/// gather word), cumulative over what its threads wrote before the block barrier; the
+/// completing block reads every earlier add through its own (observation order runs
+/// through atomic operations) and acquires them with a device-scope fence, so they
+/// precede its system-scope release fence, which is cumulative; its reductions to the
+/// counters make the release pattern. The counters are read-modify-written only, so a
+/// poll that reads a value with every GPU's forward in it reads after each of them, and
+/// the relaxed poll plus the acquire fence make an acquire pattern that every GPU's
+/// release pattern synchronizes with. So every write made by any thread of any GPU
+/// before its `sync` is visible to every thread of every GPU after it. (Data written by
+/// the tensor-memory accelerator needs its own proxy fence first.)
 ///
 /// A GPU that never arrives (its kernel ended early or trapped) cannot hang the
 /// others: every wait has a deadline ([`sync_for`](Self::sync_for),
-/// [`wait_for`](Self::wait_for)). The first block of a GPU to give up marks its GPU's
-/// counter broken by a compare-and-swap from the count it last saw, so that no block
-/// of that GPU passes the phase it failed (a poll that would see the phase complete
-/// sees the mark); then it marks every other GPU's counter, whose waits end with
-/// [`MultiGridError::Broken`] (a GPU that already saw the phase complete passes it
-/// and fails at the next). [`abort`](Self::abort) marks them all from any thread.
-///
+/// [`wait_for`](Self::wait_for)). Breaking the barrier names the first phase that
+/// fails: the phase a block gave up on, or for [`abort`](Self::abort) the caller's next
+/// phase (its current one if it arrived and has not waited). The breaker marks every
+/// GPU's counter (one bit, so that every poll sees it at once), then lowers the
+/// counter line's broken-from word to that phase. A wait that sees the mark reads the
+/// word: its phase fails with [`MultiGridError::Broken`] from the named phase on, and
+/// completes normally before it, even if the wait sees the completion only after the
+/// break (a phase the aborting thread saw complete completes for every thread, on every
+/// GPU). The first block of a GPU to give up marks its GPU's counter by a
+/// compare-and-swap from the count it last saw, so that it gives up only on a phase no
+/// arrival moved since. (Two breakers naming different phases at once may leave a phase
+/// between them complete for some waits and broken for others.)
+
 /// Host threads may take part too (`cuda::MultiGrid::with_host_parties`): each phase
 /// then also waits until every host party has added its arrival to a word in mapped
 /// host memory, which block 0 of each GPU reads once the GPUs' counter is complete and
@@ -193,7 +207,7 @@ impl MultiGrid {
         self.phase += 1;
         sync_block();
         if thread_in_block() == 0 && self.broken == 0 {
-            self.add_arrival();
+            self.add_arrival(self.phase);
         }
         MultiGridToken { phase: self.phase }
     }
@@ -257,46 +271,63 @@ impl MultiGrid {
         Ok(())
     }
 
-    /// Breaks the barrier on every GPU: every wait in progress or to come, on every GPU,
-    /// returns [`MultiGridError::Broken`] (waits that already saw their phase complete
-    /// return normally). Any thread may call it, for example on finding bad input,
-    /// so that the other GPUs stop instead of waiting for a phase that will not come.
+    /// Breaks the barrier on every GPU from this thread's next phase on (its current
+    /// phase if it arrived and has not waited): every wait for that phase or a later
+    /// one, on every GPU and host party, fails with [`MultiGridError::Broken`]; waits
+    /// for earlier phases complete normally. Any thread may call it, for example on
+    /// finding bad input, so that the other GPUs stop instead of waiting for a phase
+    /// that will not come.
     ///
-    /// Counterpart: NCCL's abort flag on its device barrier's waits.
+    /// Counterpart: NCCL's abort flag on its device barrier's waits (which ends every
+    /// wait in progress, completed or not).
     #[inline]
     pub fn abort(&self) {
-        for counter in self.live_counters() {
-            // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
-            unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
-        }
-        tell_host_parties_broken(self.completion());
+        let first_failing = if self.arrived != 0 {
+            self.phase
+        } else {
+            self.phase + 1
+        };
+        break_from(self.counters, self.ranks, first_failing, self.completion());
     }
 
-    /// Thread 0's arrival: the release fence, then one add to every GPU's counter.
+    /// Thread 0's arrival at `phase`: a device-scope release add to this GPU's gather
+    /// word; the block whose add completes the GPU's count for the phase acquires the
+    /// others' arrivals, takes the one system-scope release fence of the GPU's phase,
+    /// and adds the GPU's block count to every GPU's counter.
     #[inline(always)]
-    fn add_arrival(&self) {
-        System::fence(Ordering::Release);
-        for counter in self.live_counters() {
-            // SAFETY: as in `abort`.
-            unsafe { System::fetch_add_u64(counter, 1, Ordering::Relaxed) };
+    fn add_arrival(&self, phase: u64) {
+        let blocks = u64::from(block_count());
+        let gather = self.counter_of(self.rank).wrapping_add(GATHER_WORD);
+        // SAFETY: this GPU's live gather word (device memory), on its own line.
+        let before = unsafe { global_atomics::fetch_add_release_gpu(gather, 1) };
+        if before + 1 == phase * blocks {
+            Device::fence(Ordering::Acquire);
+            System::fence(Ordering::Release);
+            for counter in self.live_counters() {
+                // SAFETY: the launch passes `ranks` live counter addresses this GPU
+                // reaches (device memory of the GPUs).
+                unsafe { global_atomics::red_add_relaxed_sys(counter, blocks) };
+            }
         }
     }
 
     /// Thread 0's wait: polls this GPU's counter until every block of every GPU has
-    /// arrived at `phase`, the barrier is broken, or `timeout` passes.
+    /// arrived at `phase`, the barrier is broken from `phase` or earlier, or `timeout`
+    /// passes.
     #[inline(always)]
     fn await_phase(&self, phase: u64, timeout: Duration) -> Result<(), MultiGridError> {
         let parties = u64::from(block_count()) * u64::from(self.ranks);
         let target = phase * parties;
+        let own = self.counter_of(self.rank);
         let mut deadline: Option<GlobalTime> = None;
         let mut polls = 0u32;
         loop {
-            // SAFETY: this GPU's live counter.
-            let seen = unsafe { System::load_u64(self.counter_of(self.rank), Ordering::Relaxed) };
-            if seen & POISONED != 0 {
-                return Err(MultiGridError::Broken);
-            }
-            if seen >= target && self.host_arrived(phase)? {
+            // SAFETY: this GPU's live counter, in its device memory.
+            let seen = unsafe { global_atomics::load_relaxed_sys(own) };
+            let complete = (seen & POISONED == 0 || holds_for(own, phase)?)
+                && seen & !POISONED >= target
+                && self.host_arrived(phase)?;
+            if complete {
                 System::fence(Ordering::Acquire);
                 self.publish_completion(phase);
                 return Ok(());
@@ -306,15 +337,13 @@ impl MultiGrid {
                 let now = <Gpu as Backend<System>>::now();
                 let deadline =
                     *deadline.get_or_insert_with(|| <Gpu as Backend<System>>::after(now, timeout));
-                // Past the deadline, one more look at the host's word (the GPUs may be
-                // complete and a host party just arrived) before giving up.
                 if now > deadline
-                    && !(seen >= target && self.host_arrived(phase)?)
                     && give_up(
                         self.counters,
                         self.ranks,
                         self.rank,
                         seen,
+                        phase,
                         self.completion(),
                     )
                 {
@@ -339,12 +368,15 @@ impl MultiGrid {
             // SAFETY: this GPU's live relay word, stored by its block 0 only.
             return Ok(unsafe { Device::load_u64(relay, Ordering::Relaxed) } >= phase);
         }
+        let host = self.host_arrivals.cast_mut();
         // SAFETY: the launch passes a live mapped word when there are host parties.
-        let seen = unsafe { System::load_u64(self.host_arrivals.cast_mut(), Ordering::Relaxed) };
-        if seen & POISONED != 0 {
-            return Err(MultiGridError::Broken);
+        let seen = unsafe { System::load_u64(host, Ordering::Relaxed) };
+        if seen & POISONED != 0
+            && !holds_for_host_parties(host, phase, self.counters, self.ranks, self.completion())?
+        {
+            return Ok(false);
         }
-        if seen < phase * u64::from(self.host_parties) {
+        if seen & !POISONED < phase * u64::from(self.host_parties) {
             return Ok(false);
         }
         System::fence(Ordering::Acquire);
@@ -415,12 +447,54 @@ impl MultiGrid {
     }
 }
 
-/// Marks GPU `rank`'s counter broken if it still holds `seen` (the phase is not
-/// complete), then every other GPU's, and GPU `rank`'s broken word for the host parties
-/// (`completion` is null without): whether this call broke the barrier. A failed
-/// swap means a block arrived or another block gave up: poll again. (The counters by
-/// value, not `&MultiGrid`: a reference would keep the caller's barrier in local
-/// memory.)
+/// Whether a break marked on `counter` spares `phase`: `Ok(true)` if the counter line's
+/// broken-from word names a later phase, `Ok(false)` while it is still 0 (a break in
+/// progress: look again), `Broken` if it names `phase` or an earlier one.
+#[cold]
+#[inline(never)]
+fn holds_for(counter: *mut u64, phase: u64) -> Result<bool, MultiGridError> {
+    // SAFETY: the word beside a live counter, on its line.
+    let first_failing =
+        unsafe { System::load_u64(counter.wrapping_add(BROKEN_FROM_WORD), Ordering::Relaxed) };
+    match first_failing {
+        0 => Ok(false),
+        first if first <= phase => Err(MultiGridError::Broken),
+        _ => Ok(true),
+    }
+}
+
+/// Block 0's look at the host parties' broken-from word once their arrival word `host`
+/// is marked: whether the break spares `phase` (`false` while the word is still 0: a
+/// break in progress; look again). A break that reaches `phase` is carried to every
+/// GPU's counter, so that this GPU's other blocks, which wait on the relay, and the
+/// other GPUs stop at once. (The barrier's fields by value, as in `give_up`.)
+#[cold]
+#[inline(never)]
+fn holds_for_host_parties(
+    host: *mut u64,
+    phase: u64,
+    counters: [*mut u64; MAX_RANKS],
+    ranks: u32,
+    completion: *mut u64,
+) -> Result<bool, MultiGridError> {
+    // SAFETY: the host parties' live broken-from word, on their arrival line.
+    let first_failing =
+        unsafe { System::load_u64(host.wrapping_add(BROKEN_FROM_WORD), Ordering::Relaxed) };
+    if first_failing == 0 {
+        return Ok(false);
+    }
+    if first_failing <= phase {
+        break_from(counters, ranks, phase, completion);
+        return Err(MultiGridError::Broken);
+    }
+    Ok(true)
+}
+
+/// Gives up on `phase`: marks GPU `rank`'s counter broken if it still holds `seen`
+/// (no block arrived since the last look), then breaks the barrier from `phase` on:
+/// whether this call broke it. A failed swap means a block arrived or another block
+/// gave up: poll again. (The counters by value, not `&MultiGrid`: a reference would keep
+/// the caller's barrier in local memory.)
 #[cold]
 #[inline(never)]
 fn give_up(
@@ -428,28 +502,69 @@ fn give_up(
     ranks: u32,
     rank: u32,
     seen: u64,
+    phase: u64,
     completion: *mut u64,
 ) -> bool {
-    let live = &counters[..ranks as usize];
-    let own = live[rank as usize];
+    let own = counters[rank as usize];
     // SAFETY: this GPU's live counter.
     let before = unsafe { System::cas_u64(own, seen, seen | POISONED, Ordering::Relaxed) };
     if before != seen {
         return false;
     }
-    for &counter in live.iter().filter(|&&counter| counter != own) {
-        // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
-        unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
-    }
-    tell_host_parties_broken(completion);
+    break_from(counters, ranks, phase, completion);
     true
 }
 
-/// Marks the barrier broken in this GPU's completion line (`completion`; null without
-/// host parties), which the host parties' waits watch.
-fn tell_host_parties_broken(completion: *mut u64) {
+/// Breaks the barrier from `first_failing` on: marks every GPU's counter, then lowers
+/// every counter line's broken-from word to `first_failing` (a wait that sees a mark
+/// before the word looks again), and names the phase on this GPU's completion line for
+/// the host parties (`completion`; null without).
+#[cold]
+#[inline(never)]
+fn break_from(
+    counters: [*mut u64; MAX_RANKS],
+    ranks: u32,
+    first_failing: u64,
+    completion: *mut u64,
+) {
+    let live = &counters[..ranks as usize];
+    for &counter in live {
+        // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
+        unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
+    }
+    for &counter in live {
+        // SAFETY: the word beside a live counter, on its line.
+        unsafe { lower_to(counter.wrapping_add(BROKEN_FROM_WORD), first_failing) };
+    }
     if !completion.is_null() {
-        // SAFETY: this GPU's live completion line in mapped host memory.
-        unsafe { System::store_u64(completion.wrapping_add(BROKEN_WORD), 1, Ordering::Relaxed) };
+        // SAFETY: this GPU's live completion line in mapped host memory, which the GPUs
+        // only store to (a store, not a minimum: two blocks of one GPU breaking from
+        // different phases at once may leave either).
+        unsafe {
+            System::store_u64(
+                completion.wrapping_add(BROKEN_FROM_WORD),
+                first_failing,
+                Ordering::Relaxed,
+            )
+        };
+    }
+}
+
+/// Lowers the broken-from word `word` to `phase` (0, "not broken", counts as above any
+/// phase).
+///
+/// # Safety
+///
+/// `word` is a live `u64` this GPU reaches with system-scope atomics.
+unsafe fn lower_to(word: *mut u64, phase: u64) {
+    // SAFETY: the caller's contract.
+    let mut current = unsafe { System::load_u64(word, Ordering::Relaxed) };
+    while current == 0 || current > phase {
+        // SAFETY: as above.
+        let before = unsafe { System::cas_u64(word, current, phase, Ordering::Relaxed) };
+        if before == current {
+            return;
+        }
+        current = before;
     }
 }

@@ -166,27 +166,40 @@ pub mod grid {
 pub mod multi_grid {
     use super::grid::GRID_LINE_WORDS;
 
-    /// Set in a counter once the barrier is broken (a timeout or an abort); arrival
-    /// counts stay far below it.
+    /// Set in a counter (and in the host parties' arrival word) once the barrier is
+    /// broken (a timeout or an abort); arrival counts stay far below it. A wait that
+    /// sees it reads the line's [`BROKEN_FROM_WORD`] to learn which phases fail.
     pub const POISONED: u64 = 1 << 63;
 
-    /// `u32` words of one GPU's barrier memory: the counter's line, then the relay's.
-    pub const WORDS: usize = 2 * GRID_LINE_WORDS;
+    /// The `u64` word beside the count, on the counter's line, on the host parties'
+    /// arrival line and on each GPU's completion line: 0 while the barrier holds, then
+    /// the first phase that fails (the lowest any breaker named). Phases before it
+    /// complete normally, even for a wait that sees them complete only after the
+    /// break; a poisoned count whose word is still 0 is a break in progress.
+    pub const BROKEN_FROM_WORD: usize = 1;
+
+    /// `u32` words of one GPU's barrier memory: the counter's line, the relay's, then
+    /// the gather's.
+    pub const WORDS: usize = 3 * GRID_LINE_WORDS;
+
+    /// The `u64` word, on the third line, where the GPU's own blocks count their
+    /// arrivals (device scope); the block that completes a phase's count forwards the
+    /// GPU's arrivals to every GPU's counter. Apart from the counter, which every GPU
+    /// adds to and every block polls.
+    pub const GATHER_WORD: usize = GRID_LINE_WORDS;
 
     /// The `u64` word, on the second line, through which block 0 of a GPU tells the
     /// GPU's other blocks that every host party arrived at a phase (the phase; only
     /// with host parties): one PCIe read per GPU and phase, not one per block.
     pub const RELAY_WORD: usize = GRID_LINE_WORDS / 2;
 
-    /// `u64` words between two GPUs' completion lines (one 128-byte line each) in the
-    /// mapped host memory that host parties wait on: word 0 the last phase the GPU
-    /// completed (stored by its block 0), word [`BROKEN_WORD`] nonzero once a block of
-    /// the GPU broke the barrier. Stores only: the GPUs read-modify-write nothing in
-    /// host memory.
+    /// `u64` words between two lines (128 bytes each) of the mapped host memory that
+    /// host parties share with the GPUs: line 0 the host parties' arrival count (and
+    /// its [`BROKEN_FROM_WORD`]), then one completion line per GPU: word 0 the last
+    /// phase the GPU completed (stored by its block 0), word [`BROKEN_FROM_WORD`] the
+    /// first failing phase once a block of the GPU broke the barrier. The GPUs only
+    /// load and store host memory: they read-modify-write none of it.
     pub const COMPLETION_WORDS: usize = GRID_LINE_WORDS / 2;
-
-    /// See [`COMPLETION_WORDS`].
-    pub const BROKEN_WORD: usize = 1;
 
     /// The most GPUs of one launch: every GPU's counter address travels in the kernel
     /// parameter (a table in global memory would be read after every phase's acquire

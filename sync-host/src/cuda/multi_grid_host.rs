@@ -6,17 +6,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
-use sync_shared::layout::multi_grid::{BROKEN_WORD, COMPLETION_WORDS, POISONED};
+use sync_shared::layout::multi_grid::{BROKEN_FROM_WORD, COMPLETION_WORDS, POISONED};
 
 use super::CudaError;
 
 /// Spins of a host party's wait before it yields between polls.
 const SPIN_POLLS: u32 = 256;
 
-/// The host parties' words of one `MultiGrid`: a 128-byte line holding their arrival
-/// count (read-modify-written by host threads only, read by the GPUs), then one line
-/// per GPU holding the last phase it completed (stored by that GPU's block 0) and
-/// whether it broke the barrier (stored by any of its blocks), read by the host. Pinned, mapped and portable, so every GPU reaches it at one address.
+/// The host parties' words of one `MultiGrid` (`layout::multi_grid::COMPLETION_WORDS`):
+/// a 128-byte line holding their arrival count and the first phase they broke
+/// (read-modify-written by host threads only, read by the GPUs), then one line per GPU
+/// holding the last phase it completed (stored by that GPU's block 0) and the first
+/// phase it broke (stored by any of its blocks), read by the host. Pinned, mapped and
+/// portable, so every GPU reaches it at one address.
 pub(super) struct HostPartyWords {
     host: NonNull<u64>,
     device: sys::CUdeviceptr,
@@ -48,10 +50,10 @@ impl HostPartyWords {
 
     /// Zeroes every word (between launches: no kernel runs).
     pub(super) fn zero(&self) {
-        self.arrivals().store(0, Ordering::Relaxed);
-        for rank in 0..self.ranks {
-            self.completion(rank).store(0, Ordering::Relaxed);
-            self.broken(rank).store(0, Ordering::Relaxed);
+        for line in 0..=self.ranks {
+            for word in [0, BROKEN_FROM_WORD] {
+                self.line_word(line, word).store(0, Ordering::Relaxed);
+            }
         }
     }
 
@@ -65,26 +67,52 @@ impl HostPartyWords {
         self.device + (COMPLETION_WORDS * 8) as u64
     }
 
+    /// The host parties' arrival count, plus `POISONED` once a party broke the barrier.
     fn arrivals(&self) -> &AtomicU64 {
-        // SAFETY: word 0 of the live allocation, 8-byte aligned (page-aligned base).
-        unsafe { AtomicU64::from_ptr(self.host.as_ptr()) }
+        self.line_word(0, 0)
+    }
+
+    /// The first phase the host parties broke (0 while none did).
+    fn parties_broken_from(&self) -> &AtomicU64 {
+        self.line_word(0, BROKEN_FROM_WORD)
     }
 
     /// GPU `rank`'s completed phase.
     fn completion(&self, rank: usize) -> &AtomicU64 {
-        self.completion_line_word(rank, 0)
+        self.line_word(1 + rank, 0)
     }
 
-    /// Nonzero once a block of GPU `rank` broke the barrier.
-    fn broken(&self, rank: usize) -> &AtomicU64 {
-        self.completion_line_word(rank, BROKEN_WORD)
+    /// The first phase a block of GPU `rank` broke (0 while none did).
+    fn gpu_broken_from(&self, rank: usize) -> &AtomicU64 {
+        self.line_word(1 + rank, BROKEN_FROM_WORD)
     }
 
-    /// Word `word` of GPU `rank`'s completion line (line `1 + rank`).
-    fn completion_line_word(&self, rank: usize, word: usize) -> &AtomicU64 {
-        assert!(rank < self.ranks && word < COMPLETION_WORDS);
+    /// Word `word` of line `line` (0: the parties' arrivals, `1 + rank`: GPU `rank`'s
+    /// completion).
+    fn line_word(&self, line: usize, word: usize) -> &AtomicU64 {
+        assert!(line <= self.ranks && word < COMPLETION_WORDS);
         // SAFETY: in the live allocation of `1 + ranks` lines, 8-byte aligned.
-        unsafe { AtomicU64::from_ptr(self.host.as_ptr().add((1 + rank) * COMPLETION_WORDS + word)) }
+        unsafe { AtomicU64::from_ptr(self.host.as_ptr().add(line * COMPLETION_WORDS + word)) }
+    }
+
+    /// Whether the barrier is broken from `phase` or earlier, by a party or by a block
+    /// of GPU `rank`.
+    fn broken_by(&self, rank: usize, phase: u64) -> bool {
+        let reaches = |first_failing: u64| first_failing != 0 && first_failing <= phase;
+        reaches(self.gpu_broken_from(rank).load(Ordering::Relaxed))
+            || reaches(self.parties_broken_from().load(Ordering::Relaxed))
+    }
+
+    /// Breaks the barrier from `first_failing` on: marks the arrival word (every GPU's
+    /// block 0 reads it), then lowers the parties' broken-from word to the phase.
+    fn break_from(&self, first_failing: u64) {
+        self.arrivals().fetch_or(POISONED, Ordering::Relaxed);
+        // Ok or Err: either way the word now names `first_failing` or an earlier phase.
+        let _ = self.parties_broken_from().fetch_update(
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+            |current| (current == 0 || current > first_failing).then_some(first_failing),
+        );
     }
 }
 
@@ -171,28 +199,27 @@ impl<'a> HostParty<'a> {
         self.phase
     }
 
-    /// Breaks the barrier: every wait of every GPU and party, in progress or to come,
-    /// fails with `Broken` (waits that already saw their phase complete return
-    /// normally).
+    /// Breaks the barrier from this party's next phase on: every wait for that phase or
+    /// a later one, of every GPU and party, fails with `Broken`; waits for earlier
+    /// phases complete normally (also where they see the completion only after the
+    /// break).
     pub fn abort(&self) {
-        self.words.arrivals().fetch_or(POISONED, Ordering::Relaxed);
+        self.words.break_from(self.phase + 1);
     }
 
-    /// Polls every GPU's completion word until it shows this phase.
+    /// Polls every GPU's completion word until it shows this phase; fails once the
+    /// barrier is broken from this phase or earlier.
     fn wait(&self, timeout: Duration) -> Result<(), HostPartyError> {
         let start = Instant::now();
         let mut polls = 0u32;
         for rank in 0..self.words.ranks {
             let completion = self.words.completion(rank);
             loop {
-                let seen = completion.load(Ordering::Acquire);
-                if seen & POISONED != 0
-                    || self.words.arrivals().load(Ordering::Relaxed) & POISONED != 0
-                {
-                    return Err(HostPartyError::Broken);
-                }
-                if seen >= self.phase {
+                if completion.load(Ordering::Acquire) >= self.phase {
                     break;
+                }
+                if self.words.broken_by(rank, self.phase) {
+                    return Err(HostPartyError::Broken);
                 }
                 polls = polls.saturating_add(1);
                 if polls < SPIN_POLLS {
@@ -200,7 +227,7 @@ impl<'a> HostParty<'a> {
                     continue;
                 }
                 if start.elapsed() > timeout {
-                    self.abort();
+                    self.words.break_from(self.phase);
                     return Err(HostPartyError::TimedOut);
                 }
                 std::thread::yield_now();
