@@ -9,14 +9,19 @@
 //  - a raw ping-pong between one thread on each GPU, each polling a word in its own
 //    memory that the other writes (release stores; and relaxed ones, which order
 //    nothing, to show what the system-scope release costs);
-//  - MultiGrid's own design in CUDA C++ (a counter per GPU that every block of every
-//    GPU adds to after one release fence), to tell the design from the Rust code;
+//  - a counter per GPU that every block of both GPUs adds to after its own system
+//    release fence (MultiGrid's first design);
+//  - MultiGrid's design in CUDA C++ (each GPU gathers its blocks at device scope; the
+//    block completing the gather fences once at system scope and adds the GPU's block
+//    count to every GPU's counter, which every block polls), to tell the design from
+//    the Rust code;
 //  - what one thread pays per fence (each kind, system and device scope).
 //
 // Build: nvcc -O3 -std=c++20 -arch=sm_90 multi_gpu_baselines.cu -o multi_gpu_baselines
 // Run on a machine with at least two GPUs; with fewer it prints "skipped: ..." and
 // exits 0. Times come from %globaltimer inside the kernels (thread 0 of block 0 on GPU
-// 0, from its first phase to its last), best of a few launches.
+// 0, from its second phase or round trip to its last: the first also waits for the
+// other GPU's kernel to start), best of a few launches.
 #include <cooperative_groups.h>
 #include <cstdio>
 #include <cstdlib>
@@ -33,8 +38,10 @@ void check(cudaError_t status, const char *what) {
     }
 }
 
-// Words that different blocks or GPUs hit sit 128 bytes apart (one L2 line each).
-constexpr int LINE = 32;
+// Words that different blocks or GPUs hit sit 128 bytes apart (one L2 line each): a
+// line of 64-bit words, and of 32-bit ones.
+constexpr int LINE = 16;
+constexpr int LINE32 = 32;
 
 __device__ unsigned long long now_ns() {
     unsigned long long ns;
@@ -42,89 +49,156 @@ __device__ unsigned long long now_ns() {
     return ns;
 }
 
-using DeviceRef = cuda::atomic_ref<unsigned, cuda::thread_scope_device>;
-using SystemRef = cuda::atomic_ref<unsigned, cuda::thread_scope_system>;
+using DeviceRef = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+using SystemRef = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
 
-// Per GPU: `local` (device memory of this GPU): [0] the block-arrival counter,
-// [LINE] the release flag. `inbox`: this GPU's inbox (its own memory), written by the
-// peer; `peer_inbox`: the peer's inbox (peer memory). All zero at launch.
-__global__ void two_level_barrier(unsigned *local, unsigned *inbox, unsigned *peer_inbox,
-                                  int iterations, unsigned long long *elapsed) {
-    DeviceRef arrivals(local[0]);
-    DeviceRef release(local[LINE]);
-    SystemRef mine(*inbox);
-    SystemRef theirs(*peer_inbox);
-    const unsigned blocks = gridDim.x;
+// Every barrier kernel has one signature: `mine` is this GPU's zeroed buffer of
+// BUFFER_LINES lines (device memory), `theirs` the other GPU's (peer memory), `rank` this
+// GPU's index; thread 0 of block 0 on GPU 0 writes the time of phases 2 to `iterations`.
+using BarrierKernel = void (*)(unsigned long long *mine, unsigned long long *theirs, int rank,
+                               int iterations, unsigned long long *elapsed);
+constexpr int BUFFER_LINES = 4;
+
+// Times phases 2..iterations from thread 0 of block 0.
+struct PhaseClock {
     unsigned long long start = 0;
-    for (unsigned epoch = 1; epoch <= unsigned(iterations); ++epoch) {
-        if (epoch == 2 && blockIdx.x == 0 && threadIdx.x == 0) start = now_ns();
+    __device__ void tick(unsigned long long phase) {
+        if (phase == 2 && blockIdx.x == 0 && threadIdx.x == 0) start = now_ns();
+    }
+    __device__ void stop(unsigned long long *elapsed) const {
+        if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
+    }
+};
+
+// Two-level: per GPU a local counter (line 0, one release add per block) and a release
+// flag (line 1); the GPU's last block fences at system scope, stores the epoch into the
+// peer's inbox (line 2 of `theirs`), polls its own inbox, fences again and releases its
+// blocks through the flag.
+__global__ void two_level_barrier(unsigned long long *mine, unsigned long long *theirs, int, int iterations,
+                                  unsigned long long *elapsed) {
+    DeviceRef arrivals(mine[0]);
+    DeviceRef release(mine[LINE]);
+    SystemRef inbox(mine[2 * LINE]);
+    SystemRef peer_inbox(theirs[2 * LINE]);
+    const unsigned long long blocks = gridDim.x;
+    PhaseClock clock;
+    for (unsigned long long epoch = 1; epoch <= (unsigned long long)iterations; ++epoch) {
+        clock.tick(epoch);
         __syncthreads();
         if (threadIdx.x == 0) {
-            unsigned before = arrivals.fetch_add(1, cuda::memory_order_release);
+            unsigned long long before = arrivals.fetch_add(1, cuda::memory_order_release);
             if (before + 1 == epoch * blocks) {
                 cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
-                theirs.store(epoch, cuda::memory_order_relaxed);
-                while (int(mine.load(cuda::memory_order_relaxed) - epoch) < 0) {
+                peer_inbox.store(epoch, cuda::memory_order_relaxed);
+                while (inbox.load(cuda::memory_order_relaxed) < epoch) {
                 }
                 cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_system);
                 release.store(epoch, cuda::memory_order_release);
             } else {
-                while (int(release.load(cuda::memory_order_relaxed) - epoch) < 0) {
+                while (release.load(cuda::memory_order_relaxed) < epoch) {
                 }
                 cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_device);
             }
         }
         __syncthreads();
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
+    clock.stop(elapsed);
 }
 
-// Every block of both GPUs adds its arrival to one counter in GPU 0's memory and polls
-// it (system scope).
-__global__ void one_system_counter(unsigned *counter, unsigned total_blocks, int iterations,
-                                   unsigned long long *elapsed) {
-    SystemRef arrivals(*counter);
-    unsigned long long start = 0;
-    for (unsigned epoch = 1; epoch <= unsigned(iterations); ++epoch) {
-        if (epoch == 2 && blockIdx.x == 0 && threadIdx.x == 0) start = now_ns();
+// One system-scope counter in GPU 0's memory that every block of both GPUs adds to
+// (release) and polls.
+__global__ void one_system_counter(unsigned long long *mine, unsigned long long *theirs, int rank,
+                                   int iterations, unsigned long long *elapsed) {
+    SystemRef arrivals(*(rank == 0 ? mine : theirs));
+    const unsigned long long total_blocks = 2ull * gridDim.x;
+    PhaseClock clock;
+    for (unsigned long long epoch = 1; epoch <= (unsigned long long)iterations; ++epoch) {
+        clock.tick(epoch);
         __syncthreads();
         if (threadIdx.x == 0) {
-            unsigned target = epoch * total_blocks;
-            unsigned before = arrivals.fetch_add(1, cuda::memory_order_release);
-            if (before + 1 != target) {
-                while (int(arrivals.load(cuda::memory_order_relaxed) - target) < 0) {
+            const unsigned long long target = epoch * total_blocks;
+            if (arrivals.fetch_add(1, cuda::memory_order_release) + 1 != target) {
+                while (arrivals.load(cuda::memory_order_relaxed) < target) {
                 }
             }
             cuda::atomic_thread_fence(cuda::memory_order_acquire, cuda::thread_scope_system);
         }
         __syncthreads();
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
+    clock.stop(elapsed);
 }
 
-// Per GPU a counter in its own memory (`own`; `peer` is the other GPU's). Every block's
-// thread 0: one system-scope release fence, a relaxed add to both counters, relaxed
-// polls of its own until every block of both GPUs arrived, one acquire fence.
-__global__ void counter_per_gpu(unsigned long long *own, unsigned long long *peer,
-                                unsigned total_blocks, int iterations, unsigned long long *elapsed) {
-    unsigned long long start = 0;
+// Per GPU a counter in its own memory (line 0). Every block's thread 0: one
+// system-scope release fence, a relaxed add to both counters, relaxed polls of its own
+// until every block of both GPUs arrived, one acquire fence. (MultiGrid's first design:
+// 132 blocks fencing at system scope at once cost far more than one.)
+__global__ void counter_per_gpu(unsigned long long *mine, unsigned long long *theirs, int, int iterations,
+                                unsigned long long *elapsed) {
+    const unsigned long long total_blocks = 2ull * gridDim.x;
+    PhaseClock clock;
     for (unsigned long long epoch = 1; epoch <= (unsigned long long)iterations; ++epoch) {
-        if (epoch == 2 && blockIdx.x == 0 && threadIdx.x == 0) start = now_ns();
+        clock.tick(epoch);
         __syncthreads();
         if (threadIdx.x == 0) {
             const unsigned long long target = epoch * total_blocks;
             asm volatile("fence.release.sys;" ::: "memory");
-            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(peer) : "memory");
-            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(own) : "memory");
+            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(theirs) : "memory");
+            asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(mine) : "memory");
             unsigned long long seen;
             do {
-                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(own) : "memory");
+                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(mine) : "memory");
             } while (seen < target);
             asm volatile("fence.acquire.sys;" ::: "memory");
         }
         __syncthreads();
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
+    clock.stop(elapsed);
+}
+
+// MultiGrid's design: each block's thread 0 adds its arrival to its GPU's gather word
+// (line 2, a device-scope release add); the block completing the GPU's count takes a
+// device-scope acquire fence and one system-scope release fence, then adds the GPU's
+// block count to both GPUs' counters (line 0); every block polls its own counter and
+// takes an acquire fence.
+__global__ void gather_then_counter(unsigned long long *mine, unsigned long long *theirs, int, int iterations,
+                                    unsigned long long *elapsed) {
+    unsigned long long *gather = mine + 2 * LINE;
+    const unsigned long long blocks = gridDim.x;
+    PhaseClock clock;
+    for (unsigned long long epoch = 1; epoch <= (unsigned long long)iterations; ++epoch) {
+        clock.tick(epoch);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            const unsigned long long target = epoch * 2 * blocks;
+            unsigned long long before;
+            asm volatile("atom.release.gpu.global.add.u64 %0, [%1], 1;" : "=l"(before) : "l"(gather) : "memory");
+            if (before + 1 == epoch * blocks) {
+                asm volatile("fence.acquire.gpu;" ::: "memory");
+                asm volatile("fence.release.sys;" ::: "memory");
+                asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(theirs), "l"(blocks) : "memory");
+                asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(mine), "l"(blocks) : "memory");
+            }
+            unsigned long long seen;
+            do {
+                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(mine) : "memory");
+            } while (seen < target);
+            asm volatile("fence.acquire.sys;" ::: "memory");
+        }
+        __syncthreads();
+    }
+    clock.stop(elapsed);
+}
+
+// Cooperative groups' grid sync on one GPU: the one-GPU floor of the same shape.
+__global__ void grid_sync_one_gpu(unsigned long long *, unsigned long long *, int, int iterations,
+                                  unsigned long long *elapsed) {
+    cg::grid_group grid = cg::this_grid();
+    PhaseClock clock;
+    for (unsigned long long phase = 1; phase <= (unsigned long long)iterations; ++phase) {
+        clock.tick(phase);
+        grid.sync();
+    }
+    clock.stop(elapsed);
 }
 
 // One thread: `iterations` fences of one kind, each after a relaxed store to `word`.
@@ -143,26 +217,18 @@ __global__ void fence_loop(unsigned *word, int kind, int iterations, unsigned lo
     *elapsed = now_ns() - start;
 }
 
-__global__ void grid_sync_one_gpu(int iterations, unsigned long long *elapsed) {
-    cg::grid_group grid = cg::this_grid();
-    unsigned long long start = 0;
-    for (int i = 1; i <= iterations; ++i) {
-        if (i == 2 && blockIdx.x == 0 && threadIdx.x == 0) start = now_ns();
-        grid.sync();
-    }
-    if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - start;
-}
-
 // One thread per GPU: GPU 0 stores i into `to_peer` (GPU 1's memory) and waits for i in
 // `from_peer` (its own); GPU 1 answers the same way.
 __global__ void ping_pong(unsigned *from_peer, unsigned *to_peer, bool first, int rounds,
                           bool ordered, unsigned long long *elapsed) {
-    SystemRef in(*from_peer);
-    SystemRef out(*to_peer);
+    cuda::atomic_ref<unsigned, cuda::thread_scope_system> in(*from_peer);
+    cuda::atomic_ref<unsigned, cuda::thread_scope_system> out(*to_peer);
     const auto store_order = ordered ? cuda::memory_order_release : cuda::memory_order_relaxed;
     const auto load_order = ordered ? cuda::memory_order_acquire : cuda::memory_order_relaxed;
     unsigned long long start = now_ns();
     for (unsigned i = 1; i <= unsigned(rounds); ++i) {
+        // From round 2: the first round also waits for the other GPU's kernel to start.
+        if (i == 2) start = now_ns();
         if (first) out.store(i, store_order);
         while (in.load(load_order) != i) {
         }
@@ -196,6 +262,35 @@ void synchronize_both() {
 
 constexpr int ROUNDS = 3;
 
+// `kernel` on GPUs 0..gpus-1 (cooperative launches of `sms` blocks of `threads`), each
+// with a fresh zeroed buffer: the best of ROUNDS launches, in nanoseconds per phase.
+double best_barrier(BarrierKernel kernel, int gpus, int sms, int threads, int iterations,
+                    unsigned long long *const elapsed[2]) {
+    double best = 1e30;
+    for (int round = 0; round < ROUNDS; ++round) {
+        unsigned long long *buffer[2];
+        for (int gpu = 0; gpu < 2; ++gpu) {
+            buffer[gpu] = reinterpret_cast<unsigned long long *>(zeroed(gpu, BUFFER_LINES * LINE32));
+        }
+        synchronize_both();
+        for (int gpu = 0; gpu < gpus; ++gpu) {
+            check(cudaSetDevice(gpu), "set device");
+            int rank = gpu, iters = iterations;
+            unsigned long long *out = elapsed[gpu];
+            void *args[] = {&buffer[gpu], &buffer[1 - gpu], &rank, &iters, &out};
+            check(cudaLaunchCooperativeKernel((void *)kernel, sms, threads, args, 0, 0), "cooperative launch");
+        }
+        synchronize_both();
+        double ns = double(read_elapsed(0, elapsed[0])) / (iterations - 1);
+        if (ns < best) best = ns;
+        for (int gpu = 0; gpu < 2; ++gpu) {
+            check(cudaSetDevice(gpu), "set device");
+            check(cudaFree(buffer[gpu]), "free");
+        }
+    }
+    return best;
+}
+
 } // namespace
 
 int main() {
@@ -224,96 +319,23 @@ int main() {
         check(cudaMalloc(&elapsed[gpu], sizeof(unsigned long long)), "cudaMalloc");
     }
 
+    struct Barrier {
+        const char *label;
+        BarrierKernel kernel;
+        int gpus;
+    };
+    const Barrier barriers[] = {
+        {"two-level (inbox per GPU)", two_level_barrier, 2},
+        {"one system counter on GPU 0", one_system_counter, 2},
+        {"counter per GPU, fence per block", counter_per_gpu, 2},
+        {"MultiGrid's design (CUDA C++)", gather_then_counter, 2},
+        {"cg::grid.sync() on one GPU", grid_sync_one_gpu, 1},
+    };
     for (int threads : {128, 1024}) {
-        // Two-level barrier.
-        double best = 1e30;
-        for (int round = 0; round < ROUNDS; ++round) {
-            unsigned *local[2] = {zeroed(0, 2 * LINE), zeroed(1, 2 * LINE)};
-            unsigned *inbox[2] = {zeroed(0, LINE), zeroed(1, LINE)};
-            synchronize_both();
-            for (int gpu = 0; gpu < 2; ++gpu) {
-                check(cudaSetDevice(gpu), "set device");
-                unsigned *peer_inbox = inbox[1 - gpu];
-                int iters = iterations;
-                void *args[] = {&local[gpu], &inbox[gpu], &peer_inbox, &iters, &elapsed[gpu]};
-                check(cudaLaunchCooperativeKernel((void *)two_level_barrier, sms, threads, args, 0, 0),
-                      "cooperative launch");
-            }
-            synchronize_both();
-            double ns = double(read_elapsed(0, elapsed[0])) / (iterations - 1);
-            if (ns < best) best = ns;
-            for (int gpu = 0; gpu < 2; ++gpu) {
-                check(cudaSetDevice(gpu), "set device");
-                check(cudaFree(local[gpu]), "free");
-                check(cudaFree(inbox[gpu]), "free");
-            }
+        for (const Barrier &barrier : barriers) {
+            std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", barrier.label, sms, threads,
+                        best_barrier(barrier.kernel, barrier.gpus, sms, threads, iterations, elapsed));
         }
-        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", "two-level (inbox per GPU)", sms,
-                    threads, best);
-
-        // One system counter in GPU 0's memory.
-        best = 1e30;
-        for (int round = 0; round < ROUNDS; ++round) {
-            unsigned *counter = zeroed(0, LINE);
-            synchronize_both();
-            for (int gpu = 0; gpu < 2; ++gpu) {
-                check(cudaSetDevice(gpu), "set device");
-                unsigned total = 2 * unsigned(sms);
-                int iters = iterations;
-                void *args[] = {&counter, &total, &iters, &elapsed[gpu]};
-                check(cudaLaunchCooperativeKernel((void *)one_system_counter, sms, threads, args, 0, 0),
-                      "cooperative launch");
-            }
-            synchronize_both();
-            double ns = double(read_elapsed(0, elapsed[0])) / (iterations - 1);
-            if (ns < best) best = ns;
-            check(cudaSetDevice(0), "set device");
-            check(cudaFree(counter), "free");
-        }
-        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", "one system counter on GPU 0", sms,
-                    threads, best);
-
-        // MultiGrid's design in CUDA C++.
-        best = 1e30;
-        for (int round = 0; round < ROUNDS; ++round) {
-            unsigned long long *counter[2];
-            for (int gpu = 0; gpu < 2; ++gpu) {
-                counter[gpu] = reinterpret_cast<unsigned long long *>(zeroed(gpu, LINE));
-            }
-            synchronize_both();
-            for (int gpu = 0; gpu < 2; ++gpu) {
-                check(cudaSetDevice(gpu), "set device");
-                unsigned total = 2 * unsigned(sms);
-                int iters = iterations;
-                void *args[] = {&counter[gpu], &counter[1 - gpu], &total, &iters, &elapsed[gpu]};
-                check(cudaLaunchCooperativeKernel((void *)counter_per_gpu, sms, threads, args, 0, 0),
-                      "cooperative launch");
-            }
-            synchronize_both();
-            double ns = double(read_elapsed(0, elapsed[0])) / (iterations - 1);
-            if (ns < best) best = ns;
-            for (int gpu = 0; gpu < 2; ++gpu) {
-                check(cudaSetDevice(gpu), "set device");
-                check(cudaFree(counter[gpu]), "free");
-            }
-        }
-        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", "counter per GPU (CUDA C++)", sms,
-                    threads, best);
-
-        // Grid sync on GPU 0 alone.
-        best = 1e30;
-        for (int round = 0; round < ROUNDS; ++round) {
-            check(cudaSetDevice(0), "set device");
-            int iters = iterations;
-            void *args[] = {&iters, &elapsed[0]};
-            check(cudaLaunchCooperativeKernel((void *)grid_sync_one_gpu, sms, threads, args, 0, 0),
-                  "cooperative launch");
-            check(cudaDeviceSynchronize(), "synchronize");
-            double ns = double(read_elapsed(0, elapsed[0])) / (iterations - 1);
-            if (ns < best) best = ns;
-        }
-        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", "cg::grid.sync() on one GPU", sms,
-                    threads, best);
     }
 
     // Raw ping-pong: word[g] lives on GPU g and is written by the other GPU.
@@ -321,7 +343,7 @@ int main() {
     for (bool ordered : {true, false}) {
         double best = 1e30;
         for (int round = 0; round < ROUNDS; ++round) {
-            unsigned *word[2] = {zeroed(0, LINE), zeroed(1, LINE)};
+            unsigned *word[2] = {zeroed(0, LINE32), zeroed(1, LINE32)};
             synchronize_both();
             for (int gpu = 0; gpu < 2; ++gpu) {
                 check(cudaSetDevice(gpu), "set device");
@@ -329,7 +351,7 @@ int main() {
                 check(cudaGetLastError(), "launch");
             }
             synchronize_both();
-            double ns = double(read_elapsed(0, elapsed[0])) / rounds;
+            double ns = double(read_elapsed(0, elapsed[0])) / (rounds - 1);
             if (ns < best) best = ns;
             for (int gpu = 0; gpu < 2; ++gpu) {
                 check(cudaSetDevice(gpu), "set device");
@@ -343,7 +365,7 @@ int main() {
     // One thread's fences on GPU 0, each after a store to GPU 1's memory.
     const char *kinds[] = {"fence.sc.sys", "fence.acq_rel.sys", "fence.release.sys", "fence.acquire.sys",
                            "fence.acq_rel.gpu"};
-    unsigned *remote = zeroed(1, LINE);
+    unsigned *remote = zeroed(1, LINE32);
     for (int kind = 0; kind < 5; ++kind) {
         check(cudaSetDevice(0), "set device");
         fence_loop<<<1, 1>>>(remote, kind, iterations, elapsed[0]);

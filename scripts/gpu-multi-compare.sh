@@ -3,6 +3,9 @@
 # repository) with nvcc and runs it beside `scoped-sync --multi-gpu`, alternating, in
 # one invocation; prints each of our figures beside the CUDA C++ ones of the same shape
 # (best of the rounds) with the ratios ours / CUDA C++ and the issue's targets.
+# Where NCCL >= 2.28 is installed (NCCL_HOME, else the `nvidia-nccl` wheel of this
+# python3, as PyTorch installs it), nccl_barriers.cu joins the rounds: NCCL's
+# device-API barrier in the same shapes; without it, a line says why it is left out.
 #
 #   bash multi-compare.sh [ROUNDS]     # inside the bundle of scripts/gpu-bundle.sh
 set -euo pipefail
@@ -10,22 +13,37 @@ cd "$(dirname "$0")"
 rounds="${1:-2}"
 work="$(mktemp -d)"
 nvcc -O3 -std=c++20 -arch=sm_90 multi_gpu_baselines.cu -o "$work/multi_gpu_baselines"
+nccl="${NCCL_HOME:-$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)}"
+if [[ -n "$nccl" && -f "$nccl/include/nccl_device.h" ]]; then
+    lib="$(dirname "$(ls "$nccl"/lib/libnccl.so* | head -1)")"
+    nvcc -O3 -std=c++20 -arch=sm_90 -I"$nccl/include" nccl_barriers.cu -L"$lib" -l:libnccl.so.2 \
+        -Xlinker -rpath="$lib" -o "$work/nccl_barriers" \
+        || echo "NCCL device API: left out (nccl_barriers.cu did not build against $nccl)"
+else
+    echo "NCCL device API: left out (no nccl_device.h under '${nccl:-no NCCL found}'; NCCL >= 2.28 has it)"
+fi
 for round in $(seq "$rounds"); do
     echo "round $round: CUDA C++" >&2
     "$work/multi_gpu_baselines" >> "$work/lines.txt"
+    if [[ -x "$work/nccl_barriers" ]]; then
+        echo "round $round: NCCL" >&2
+        "$work/nccl_barriers" >> "$work/lines.txt"
+    fi
     echo "round $round: scoped-sync" >&2
     ./scoped-sync --multi-gpu >> "$work/lines.txt"
 done
 python3 - "$work/lines.txt" <<'PY'
 import re, sys
-best, fences = {}, {}
+best, fences, nccl_version = {}, {}, None
 for line in open(sys.argv[1]):
     f = re.match(r"fence\s+(\S+)\s+:\s*([\d.]+) ns", line)
     if f:
         fences[f.group(1)] = min(fences.get(f.group(1), float("inf")), float(f.group(2)))
     if line.startswith("skipped"):
         print(line.strip())
-        sys.exit(0)
+        continue
+    if line.startswith("nccl   version"):
+        nccl_version = line.split()[-1]
     m = re.match(r"multi\s+(.*?)\s+grid=(\d+) x\s*(\d+) :\s*([\d.]+) ns/", line)
     if m:
         key = (m.group(1), int(m.group(2)), int(m.group(3)))
@@ -34,12 +52,18 @@ for key, ns in sorted(best.items()):
     print(f"{key[0]:<36} {key[1]:>4} x {key[2]:<5} {ns:>9.1f} ns")
 for kind, ns in fences.items():
     print(f"one thread's {kind:<23} {ns:>9.1f} ns")
+if nccl_version:
+    print(f"NCCL {nccl_version} (NCCL LSA barrier per block orders same-index blocks only: not a grid barrier)")
 print()
 # (ours, theirs, target) per shape; the ratio is ours / theirs.
 pairs = [("scoped-sync MultiGrid::sync", "two-level (inbox per GPU)", 0.6),
-         ("scoped-sync MultiGrid::sync", "counter per GPU (CUDA C++)", None),
+         ("scoped-sync MultiGrid::sync", "MultiGrid's design (CUDA C++)", None),
+         ("scoped-sync MultiGrid::sync", "counter per GPU, fence per block", None),
          ("scoped-sync MultiGrid::sync", "one system counter on GPU 0", None),
-         ("scoped-sync MultiGrid::sync", "cg::grid.sync() on one GPU", 2.2)]
+         ("scoped-sync MultiGrid::sync", "cg::grid.sync() on one GPU", 2.2),
+         ("scoped-sync MultiGrid::sync", "NCCL LSA per block + grid.sync", None),
+         ("scoped-sync MultiGrid::sync", "grid.sync + NCCL LSA + grid.sync", None),
+         ("scoped-sync MultiGrid::sync", "NCCL LSA barrier per block", None)]
 for (ours, grid, block), ns in sorted(best.items()):
     for mine, theirs, target in pairs:
         if ours == mine and (theirs, grid, block) in best:
