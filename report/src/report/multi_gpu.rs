@@ -168,5 +168,6 @@ fn round_trip_ns(gpus: [&Gpu; 2], spin: bool) -> Result<f64, Box<dyn std::error:
             .try_for_each(|launch| launch.join().expect("a launch thread panicked"))
     })?;
     let ns = gpus[0].download(&elapsed)?[0];
-    Ok(ns as f64 / f64::from(ROUND_TRIPS))
+    // The kernel times every round trip but the first (see `peer_ping_pong`).
+    Ok(ns as f64 / f64::from(ROUND_TRIPS - 1))
 }
