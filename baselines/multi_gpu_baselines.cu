@@ -7,10 +7,12 @@
 //    and polls;
 //  - cooperative groups' grid sync on GPU 0 alone, the same shape (the one-GPU floor);
 //  - a raw ping-pong between one thread on each GPU, each polling a word in its own
-//    memory that the other writes (release stores; and relaxed ones, which order
-//    nothing, to show what the system-scope release costs);
+//    memory that the other writes (release stores; relaxed ones, which order nothing,
+//    to show what the system-scope release costs; and release stores with a clock read
+//    every 32 polls, what a wait with a deadline adds);
 //  - a counter per GPU that every block of both GPUs adds to after its own system
-//    release fence (MultiGrid's first design);
+//    release fence (MultiGrid's first design), and the same without the fence (orders
+//    nothing: what the fences cost);
 //  - MultiGrid's design in CUDA C++ (each GPU gathers its blocks at device scope; the
 //    block completing the gather fences once at system scope and adds the GPU's block
 //    count to every GPU's counter, which every block polls), to tell the design from
@@ -132,6 +134,9 @@ __global__ void one_system_counter(unsigned long long *mine, unsigned long long 
 // system-scope release fence, a relaxed add to both counters, relaxed polls of its own
 // until every block of both GPUs arrived, one acquire fence. (MultiGrid's first design:
 // 132 blocks fencing at system scope at once cost far more than one.)
+// `Fence` false drops the release fence: a barrier that orders nothing, to show what the
+// fences cost.
+template <bool Fence>
 __global__ void counter_per_gpu(unsigned long long *mine, unsigned long long *theirs, int, int iterations,
                                 unsigned long long *elapsed) {
     const unsigned long long total_blocks = 2ull * gridDim.x;
@@ -141,7 +146,7 @@ __global__ void counter_per_gpu(unsigned long long *mine, unsigned long long *th
         __syncthreads();
         if (threadIdx.x == 0) {
             const unsigned long long target = epoch * total_blocks;
-            asm volatile("fence.release.sys;" ::: "memory");
+            if (Fence) asm volatile("fence.release.sys;" ::: "memory");
             asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(theirs) : "memory");
             asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(mine) : "memory");
             unsigned long long seen;
@@ -218,23 +223,25 @@ __global__ void fence_loop(unsigned *word, int kind, int iterations, unsigned lo
 }
 
 // One thread per GPU: GPU 0 stores i into `to_peer` (GPU 1's memory) and waits for i in
-// `from_peer` (its own); GPU 1 answers the same way.
+// `from_peer` (its own); GPU 1 answers the same way. With `clock_every` > 0 the poll
+// loop also reads %globaltimer every that many polls, as a wait with a deadline does.
 __global__ void ping_pong(unsigned *from_peer, unsigned *to_peer, bool first, int rounds,
-                          bool ordered, unsigned long long *elapsed) {
+                          bool ordered, int clock_every, unsigned long long *elapsed) {
     cuda::atomic_ref<unsigned, cuda::thread_scope_system> in(*from_peer);
     cuda::atomic_ref<unsigned, cuda::thread_scope_system> out(*to_peer);
     const auto store_order = ordered ? cuda::memory_order_release : cuda::memory_order_relaxed;
     const auto load_order = ordered ? cuda::memory_order_acquire : cuda::memory_order_relaxed;
-    unsigned long long start = now_ns();
+    unsigned long long start = now_ns(), clock_sink = 0;
     for (unsigned i = 1; i <= unsigned(rounds); ++i) {
         // From round 2: the first round also waits for the other GPU's kernel to start.
         if (i == 2) start = now_ns();
         if (first) out.store(i, store_order);
-        while (in.load(load_order) != i) {
+        for (int polls = 1; in.load(load_order) != i; ++polls) {
+            if (clock_every > 0 && polls % clock_every == 0) clock_sink += now_ns();
         }
         if (!first) out.store(i, store_order);
     }
-    if (first) *elapsed = now_ns() - start;
+    if (first) *elapsed = now_ns() - start + (clock_sink == 1);
 }
 
 // Device memory on each GPU: a zeroed buffer of `words` words.
@@ -327,7 +334,8 @@ int main() {
     const Barrier barriers[] = {
         {"two-level (inbox per GPU)", two_level_barrier, 2},
         {"one system counter on GPU 0", one_system_counter, 2},
-        {"counter per GPU, fence per block", counter_per_gpu, 2},
+        {"counter per GPU, fence per block", counter_per_gpu<true>, 2},
+        {"counter per GPU, no fence (unordered)", counter_per_gpu<false>, 2},
         {"MultiGrid's design (CUDA C++)", gather_then_counter, 2},
         {"cg::grid.sync() on one GPU", grid_sync_one_gpu, 1},
     };
@@ -340,14 +348,25 @@ int main() {
 
     // Raw ping-pong: word[g] lives on GPU g and is written by the other GPU.
     const int rounds = 20000;
-    for (bool ordered : {true, false}) {
+    struct PingPong {
+        const char *label;
+        bool ordered;
+        int clock_every;
+    };
+    const PingPong ping_pongs[] = {
+        {"raw ping-pong GPU 0 <-> 1", true, 0},
+        {"raw ping-pong, relaxed (unordered)", false, 0},
+        {"raw ping-pong, clock every 32 polls", true, 32},
+    };
+    for (const PingPong &shape : ping_pongs) {
         double best = 1e30;
         for (int round = 0; round < ROUNDS; ++round) {
             unsigned *word[2] = {zeroed(0, LINE32), zeroed(1, LINE32)};
             synchronize_both();
             for (int gpu = 0; gpu < 2; ++gpu) {
                 check(cudaSetDevice(gpu), "set device");
-                ping_pong<<<1, 1>>>(word[gpu], word[1 - gpu], gpu == 0, rounds, ordered, elapsed[gpu]);
+                ping_pong<<<1, 1>>>(word[gpu], word[1 - gpu], gpu == 0, rounds, shape.ordered, shape.clock_every,
+                                    elapsed[gpu]);
                 check(cudaGetLastError(), "launch");
             }
             synchronize_both();
@@ -358,8 +377,7 @@ int main() {
                 check(cudaFree(word[gpu]), "free");
             }
         }
-        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/round trip\n",
-                    ordered ? "raw ping-pong GPU 0 <-> 1" : "raw ping-pong, relaxed (unordered)", 1, 1, best);
+        std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/round trip\n", shape.label, 1, 1, best);
     }
 
     // One thread's fences on GPU 0, each after a store to GPU 1's memory.
