@@ -117,17 +117,25 @@ pub unsafe extern "gpu-kernel" fn multi_grid_phases(
     // SAFETY: the caller's contract.
     let (failures, timeouts) = unsafe { (Word::from_ptr(failures), Word::from_ptr(timeouts)) };
     let (threads, me) = (global_thread_count(), global_thread_index());
-    let all = threads * gpus.ranks();
-    let mine = gpus.rank() * threads + me;
-    let theirs = (gpus.rank() + 1) % gpus.ranks() * threads + me;
+    // Wrapping arithmetic (the indices stay far below 2^32): the checked build's overflow
+    // checks would keep more values live beside the barrier's.
+    let all = threads.wrapping_mul(gpus.ranks());
+    let mine = gpus.rank().wrapping_mul(threads).wrapping_add(me) as usize;
+    let theirs = ((gpus.rank() + 1) % gpus.ranks())
+        .wrapping_mul(threads)
+        .wrapping_add(me) as usize;
     let timeout = Duration::from_millis(u64::from(timeout_ms));
+    // Counted here and added once at the end: an atomic per phase would keep its
+    // checks' values live beside the barrier's, and at 1024 threads a block a thread
+    // has 64 registers.
+    let mut stale = 0u32;
     for phase in 1..=phases {
-        let buffer = (phase % 2 * all) as usize;
+        let buffer = (phase % 2).wrapping_mul(all) as usize;
         // Plain (weak) accesses, which the L1 may cache: only the barrier's fences make
         // the other GPU's write visible here.
         // SAFETY: `buffer + mine` is below `2 · all`, in `slots`; no other thread
         // touches this slot until the neighbour reads it after this phase's barrier.
-        unsafe { slots.add(buffer + mine as usize).write(phase) };
+        unsafe { slots.add(buffer.wrapping_add(mine)).write(phase) };
         // Odd phases split the barrier: between the arrival and the wait the thread
         // reads its own slot back (work that needs no other GPU).
         let passed = if phase % 2 == 0 {
@@ -135,21 +143,20 @@ pub unsafe extern "gpu-kernel" fn multi_grid_phases(
         } else {
             let arrival = gpus.arrive();
             // SAFETY: as above; this thread's own slot.
-            if unsafe { slots.add(buffer + mine as usize).read() } != phase {
-                <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
-            }
+            stale += u32::from(unsafe { slots.add(buffer.wrapping_add(mine)).read() } != phase);
             gpus.wait_for(arrival, timeout)
         };
         if passed.is_err() {
             <Gpu as Backend<Device>>::fetch_add(timeouts, 1, Ordering::Relaxed);
-            return;
+            break;
         }
         // SAFETY: in `slots`; the barrier orders the other GPU's write of this slot
         // before this read, and its next write needs this thread's arrival in the phase
         // after next.
-        if unsafe { slots.add(buffer + theirs as usize).read() } != phase {
-            <Gpu as Backend<Device>>::fetch_add(failures, 1, Ordering::Relaxed);
-        }
+        stale += u32::from(unsafe { slots.add(buffer.wrapping_add(theirs)).read() } != phase);
+    }
+    if stale != 0 {
+        <Gpu as Backend<Device>>::fetch_add(failures, stale, Ordering::Relaxed);
     }
 }
 

@@ -204,7 +204,7 @@ impl MultiGrid {
             "MultiGrid::arrive: the block arrived and has not waited since"
         );
         self.arrived = 1;
-        self.phase += 1;
+        self.phase = self.phase.wrapping_add(1);
         sync_block();
         if thread_in_block() == 0 && self.broken == 0 {
             self.add_arrival(self.phase);
@@ -300,7 +300,10 @@ impl MultiGrid {
         let gather = self.counter_of(self.rank).wrapping_add(GATHER_WORD);
         // SAFETY: this GPU's live gather word (device memory), on its own line.
         let before = unsafe { global_atomics::fetch_add_release_gpu(gather, 1) };
-        if before + 1 == phase * blocks {
+        // Wrapping arithmetic in the per-phase path (counts stay far below 2^63): an
+        // overflow check keeps more values live, and a kernel at 1024 threads a block
+        // has 64 registers a thread.
+        if before.wrapping_add(1) == phase.wrapping_mul(blocks) {
             Device::fence(Ordering::Acquire);
             System::fence(Ordering::Release);
             for counter in self.live_counters() {
@@ -316,21 +319,28 @@ impl MultiGrid {
     /// passes.
     #[inline(always)]
     fn await_phase(&self, phase: u64, timeout: Duration) -> Result<(), MultiGridError> {
-        let parties = u64::from(block_count()) * u64::from(self.ranks);
-        let target = phase * parties;
+        let parties = u64::from(block_count()).wrapping_mul(u64::from(self.ranks));
+        let target = phase.wrapping_mul(parties);
         let own = self.counter_of(self.rank);
         let mut deadline: Option<GlobalTime> = None;
         let mut polls = 0u32;
-        loop {
+        // The loop makes no call but `give_up`'s: every call in it costs registers (the
+        // calling convention's), and a kernel at 1024 threads a block has 64.
+        let outcome = loop {
             // SAFETY: this GPU's live counter, in its device memory.
             let seen = unsafe { global_atomics::load_relaxed_sys(own) };
-            let complete = (seen & POISONED == 0 || holds_for(own, phase)?)
-                && seen & !POISONED >= target
-                && self.host_arrived(phase)?;
-            if complete {
-                System::fence(Ordering::Acquire);
-                self.publish_completion(phase);
-                return Ok(());
+            let spared = seen & POISONED == 0
+                || match break_reaching(own, phase) {
+                    Break::Reaches => break Outcome::Failed(MultiGridError::Broken),
+                    Break::Pending => false,
+                    Break::Spares => true,
+                };
+            if spared && seen & !POISONED >= target {
+                match self.host_arrived(phase) {
+                    HostParties::Arrived => break Outcome::Complete,
+                    HostParties::Broke => break Outcome::HostPartiesBroke,
+                    HostParties::NotYet => {}
+                }
             }
             polls = polls.wrapping_add(1);
             if polls % POLLS_PER_CLOCK_READ == 0 {
@@ -347,42 +357,63 @@ impl MultiGrid {
                         self.completion(),
                     )
                 {
-                    return Err(MultiGridError::TimedOut);
+                    break Outcome::Failed(MultiGridError::TimedOut);
                 }
+            }
+        };
+        match outcome {
+            Outcome::Complete => {
+                System::fence(Ordering::Acquire);
+                self.publish_completion(phase);
+                Ok(())
+            }
+            Outcome::Failed(error) => Err(error),
+            // Carried to every GPU's counter, so that this GPU's other blocks, which wait
+            // on the relay, and the other GPUs stop at once.
+            Outcome::HostPartiesBroke => {
+                break_from(self.counters, self.ranks, phase, self.completion());
+                Err(MultiGridError::Broken)
             }
         }
     }
 
-    /// Whether every host party has arrived at `phase` (always, without host parties);
-    /// `Broken` if a host party broke the barrier. Block 0 reads the host's word (a
+    /// Whether every host party has arrived at `phase` (always, without host parties),
+    /// or broke the barrier from `phase` or earlier. Block 0 reads the host's word (a
     /// PCIe round trip, made only once the GPUs' counter is complete) and, once it
     /// shows the phase, acquires and relays it to the GPU's other blocks through the
     /// relay word in the GPU's memory, which they poll instead.
     #[inline(always)]
-    fn host_arrived(&self, phase: u64) -> Result<bool, MultiGridError> {
+    fn host_arrived(&self, phase: u64) -> HostParties {
         if self.host_parties == 0 {
-            return Ok(true);
+            return HostParties::Arrived;
         }
         let relay = self.counter_of(self.rank).wrapping_add(RELAY_WORD);
         if block_index() != 0 {
             // SAFETY: this GPU's live relay word, stored by its block 0 only.
-            return Ok(unsafe { Device::load_u64(relay, Ordering::Relaxed) } >= phase);
+            let relayed = unsafe { Device::load_u64(relay, Ordering::Relaxed) };
+            return if relayed >= phase {
+                HostParties::Arrived
+            } else {
+                HostParties::NotYet
+            };
         }
         let host = self.host_arrivals.cast_mut();
         // SAFETY: the launch passes a live mapped word when there are host parties.
         let seen = unsafe { System::load_u64(host, Ordering::Relaxed) };
-        if seen & POISONED != 0
-            && !holds_for_host_parties(host, phase, self.counters, self.ranks, self.completion())?
-        {
-            return Ok(false);
+        if seen & POISONED != 0 {
+            match break_reaching(host, phase) {
+                Break::Reaches => return HostParties::Broke,
+                Break::Pending => return HostParties::NotYet,
+                Break::Spares => {}
+            }
         }
-        if seen & !POISONED < phase * u64::from(self.host_parties) {
-            return Ok(false);
+        if seen & !POISONED < phase.wrapping_mul(u64::from(self.host_parties)) {
+            return HostParties::NotYet;
         }
         System::fence(Ordering::Acquire);
         // SAFETY: as above.
         unsafe { Device::store_u64(relay, phase, Ordering::Release) };
-        Ok(true)
+        HostParties::Arrived
     }
 
     /// With host parties, block 0 tells them that this GPU completed `phase`: a
@@ -447,47 +478,48 @@ impl MultiGrid {
     }
 }
 
-/// Whether a break marked on `counter` spares `phase`: `Ok(true)` if the counter line's
-/// broken-from word names a later phase, `Ok(false)` while it is still 0 (a break in
-/// progress: look again), `Broken` if it names `phase` or an earlier one.
-#[cold]
-#[inline(never)]
-fn holds_for(counter: *mut u64, phase: u64) -> Result<bool, MultiGridError> {
-    // SAFETY: the word beside a live counter, on its line.
-    let first_failing =
-        unsafe { System::load_u64(counter.wrapping_add(BROKEN_FROM_WORD), Ordering::Relaxed) };
-    match first_failing {
-        0 => Ok(false),
-        first if first <= phase => Err(MultiGridError::Broken),
-        _ => Ok(true),
-    }
+/// How a wait ends (`MultiGrid::await_phase`'s loop).
+enum Outcome {
+    /// Every party arrived.
+    Complete,
+    /// Timed out, or the barrier broke from this phase or earlier.
+    Failed(MultiGridError),
+    /// A host party broke the barrier from this phase or earlier: carry it to the GPUs.
+    HostPartiesBroke,
 }
 
-/// Block 0's look at the host parties' broken-from word once their arrival word `host`
-/// is marked: whether the break spares `phase` (`false` while the word is still 0: a
-/// break in progress; look again). A break that reaches `phase` is carried to every
-/// GPU's counter, so that this GPU's other blocks, which wait on the relay, and the
-/// other GPUs stop at once. (The barrier's fields by value, as in `give_up`.)
-#[cold]
-#[inline(never)]
-fn holds_for_host_parties(
-    host: *mut u64,
-    phase: u64,
-    counters: [*mut u64; MAX_RANKS],
-    ranks: u32,
-    completion: *mut u64,
-) -> Result<bool, MultiGridError> {
-    // SAFETY: the host parties' live broken-from word, on their arrival line.
+/// What block 0 finds in the host parties' arrival word (`MultiGrid::host_arrived`).
+enum HostParties {
+    /// Every party arrived at the phase.
+    Arrived,
+    /// Not every party yet (or a break whose phase is not written yet).
+    NotYet,
+    /// A party broke the barrier from this phase or earlier.
+    Broke,
+}
+
+/// What a marked count's broken-from word says about a phase.
+enum Break {
+    /// The word is still 0: a break in progress; look again.
+    Pending,
+    /// The break starts at this phase or earlier: the phase fails.
+    Reaches,
+    /// The break starts later: the phase completes normally.
+    Spares,
+}
+
+/// Reads the broken-from word beside `count` (a counter, or the host parties' arrival
+/// word) once `count` is marked broken, and what it says about `phase`.
+#[inline(always)]
+fn break_reaching(count: *mut u64, phase: u64) -> Break {
+    // SAFETY: the word beside a live count, on its line (device or mapped host memory).
     let first_failing =
-        unsafe { System::load_u64(host.wrapping_add(BROKEN_FROM_WORD), Ordering::Relaxed) };
-    if first_failing == 0 {
-        return Ok(false);
+        unsafe { System::load_u64(count.wrapping_add(BROKEN_FROM_WORD), Ordering::Relaxed) };
+    match first_failing {
+        0 => Break::Pending,
+        first if first <= phase => Break::Reaches,
+        _ => Break::Spares,
     }
-    if first_failing <= phase {
-        break_from(counters, ranks, phase, completion);
-        return Err(MultiGridError::Broken);
-    }
-    Ok(true)
 }
 
 /// Gives up on `phase`: marks GPU `rank`'s counter broken if it still holds `seen`

@@ -160,9 +160,10 @@ pub mod grid {
 }
 
 /// The words of a launch's multi-GPU barrier (`sync_device::MultiGrid`): in each
-/// GPU's memory one arrival counter (a `u64`) on a [`grid::GRID_LINE_WORDS`]-word line
-/// of its own, zeroed by the host before every launch, which every block of every GPU
-/// adds its arrivals to.
+/// GPU's memory, zeroed by the host before every launch, an arrival counter (a `u64`)
+/// that one block of every GPU adds its GPU's arrivals to each phase, a relay word, and
+/// a gather word the GPU's own blocks count their arrivals on, each on a
+/// [`grid::GRID_LINE_WORDS`]-word line of its own.
 pub mod multi_grid {
     use super::grid::GRID_LINE_WORDS;
 

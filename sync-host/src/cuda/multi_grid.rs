@@ -34,9 +34,10 @@ sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
 /// once for a set of GPUs, then launched any number of times
 /// ([`launch`](Self::launch)); each launch starts from phase 0.
 ///
-/// On each GPU: an arrival counter in its own memory, which every block of every GPU
-/// adds to, so [`new`](Self::new) checks with the driver's peer attributes that every
-/// GPU reaches every other's memory with native atomics.
+/// On each GPU, in its own memory: a gather word its blocks add their arrivals to, and
+/// an arrival counter that one block of every GPU adds its GPU's count to each phase, so
+/// [`new`](Self::new) checks with the driver's peer attributes that every GPU reaches
+/// every other's memory with native atomics.
 ///
 /// Counterpart: a cooperative multi-device launch
 /// (`cudaLaunchCooperativeKernelMultiDevice`, removed in CUDA 12) with
