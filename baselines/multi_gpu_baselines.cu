@@ -130,6 +130,16 @@ __global__ void one_system_counter(unsigned long long *mine, unsigned long long 
     clock.stop(elapsed);
 }
 
+// Thread 0's wait in the counter designs: relaxed polls of this GPU's counter until it
+// reaches `target`, then one system-scope acquire fence.
+__device__ void await_counter(unsigned long long *counter, unsigned long long target) {
+    unsigned long long seen;
+    do {
+        asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(counter) : "memory");
+    } while (seen < target);
+    asm volatile("fence.acquire.sys;" ::: "memory");
+}
+
 // Per GPU a counter in its own memory (line 0). Every block's thread 0: one
 // system-scope release fence, a relaxed add to both counters, relaxed polls of its own
 // until every block of both GPUs arrived, one acquire fence. (MultiGrid's first design:
@@ -149,11 +159,7 @@ __global__ void counter_per_gpu(unsigned long long *mine, unsigned long long *th
             if (Fence) asm volatile("fence.release.sys;" ::: "memory");
             asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(theirs) : "memory");
             asm volatile("red.relaxed.sys.global.add.u64 [%0], 1;" ::"l"(mine) : "memory");
-            unsigned long long seen;
-            do {
-                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(mine) : "memory");
-            } while (seen < target);
-            asm volatile("fence.acquire.sys;" ::: "memory");
+            await_counter(mine, target);
         }
         __syncthreads();
     }
@@ -183,11 +189,7 @@ __global__ void gather_then_counter(unsigned long long *mine, unsigned long long
                 asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(theirs), "l"(blocks) : "memory");
                 asm volatile("red.relaxed.sys.global.add.u64 [%0], %1;" ::"l"(mine), "l"(blocks) : "memory");
             }
-            unsigned long long seen;
-            do {
-                asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(seen) : "l"(mine) : "memory");
-            } while (seen < target);
-            asm volatile("fence.acquire.sys;" ::: "memory");
+            await_counter(mine, target);
         }
         __syncthreads();
     }
