@@ -393,13 +393,11 @@ fn barrier_without_completion_conformance_matrix() {
 }
 
 /// The barrier matrices' `Block`-scope barrier in block-shared memory (the hardware
-/// form, the `mbarrier`), with and without completion, with the barrier's form settled
-/// before the phases (the kernels' `check_barrier_settled`): member 0's first
-/// operation, which turns the fresh barrier into the `mbarrier`, is ordered before the
-/// others' by a block barrier. What `racecheck` judges of that configuration of the
-/// two barrier matrices, where the conversion races the first arrivals and racecheck
-/// reports its writes when the timing brings them close to another thread's loads
-/// (`docs/sanitizers.md`).
+/// form, the `mbarrier`), with and without completion, with a block barrier between
+/// member 0's form check and the phases (the kernels' `check_barrier_settled`). What
+/// `racecheck` judges of that configuration of the two barrier matrices: written when
+/// a barrier became the `mbarrier` at its first operation, which raced the first
+/// arrivals (`docs/sanitizers.md`); `init_block` now places it before publishing it.
 #[test]
 fn barrier_in_block_shared_memory_with_its_form_settled_first() {
     let Some(gpu) = runtime() else { return };

@@ -11,8 +11,13 @@
 //!   checked build with a message naming the scope and the offending thread, and run
 //!   through unchecked in the release build (whose PTX has no check:
 //!   `tests/ptx_codegen.rs`);
+//! - a `Barrier<Block>` in block-shared memory that was not placed there
+//!   (`Barrier::init_in_place`), placed after it took an arrival, or placed with more
+//!   arrivals than the hardware barrier holds, traps in both builds;
 //! - the legal uses beside them never trap, in either build, including one object
-//!   used by a different block in each of two launches.
+//!   used by a different block in each of two launches, and a barrier placed in
+//!   dynamic shared memory with `init_in_place` (whose phases check each other's
+//!   writes).
 //!
 //! A trap poisons the CUDA context for the rest of the process, so every case runs in
 //! a child process: this binary (no libtest harness) runs itself again with the case
@@ -124,6 +129,32 @@ const CASES: &[Case] = &[
     Case {
         name: "Block scope, one block per launch, a different one each launch",
         run: block_scope_one_block_per_launch,
+        expect: Expect::Runs,
+    },
+    Case {
+        name: "Barrier<Block> in shared memory, not placed",
+        run: block_barrier_not_placed,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Barrier::arrive_and_wait: the barrier lies in block-shared memory but was not placed there",
+        ]),
+    },
+    Case {
+        name: "Barrier<Block> placed after an arrival",
+        run: block_barrier_placed_after_use,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Barrier::init_in_place: only a fresh barrier (no arrivals yet) can be placed into its hardware form",
+        ]),
+    },
+    Case {
+        name: "Barrier<Block> in shared memory above the hardware's count",
+        run: block_barrier_above_hardware,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Barrier::init_in_place: 1048576 exceeds max() = 1048575",
+        ]),
+    },
+    Case {
+        name: "Barrier<Block> in dynamic shared memory, init_in_place",
+        run: block_barrier_init_in_place,
         expect: Expect::Runs,
     },
 ];
@@ -245,6 +276,51 @@ fn block_scope_one_block_per_launch(gpu: &Gpu) -> Result<(), CudaError> {
         launch(gpu, "check_block_scope_one_block", 2, 32, None, params)?;
     }
     Ok(())
+}
+
+fn block_barrier_not_placed(gpu: &Gpu) -> Result<(), CudaError> {
+    let params = KernelParams::default();
+    launch(gpu, "check_block_barrier_not_placed", 1, 64, None, params)
+}
+
+fn block_barrier_placed_after_use(gpu: &Gpu) -> Result<(), CudaError> {
+    let barrier = gpu.upload_object(&Barrier::new(2))?;
+    let params = KernelParams::default().pointer(gpu.address(&barrier));
+    launch(
+        gpu,
+        "check_block_barrier_placed_after_use",
+        1,
+        1,
+        None,
+        params,
+    )
+}
+
+fn block_barrier_above_hardware(gpu: &Gpu) -> Result<(), CudaError> {
+    let params = KernelParams::default();
+    launch(
+        gpu,
+        "check_block_barrier_above_hardware",
+        1,
+        1,
+        None,
+        params,
+    )
+}
+
+fn block_barrier_init_in_place(gpu: &Gpu) -> Result<(), CudaError> {
+    const THREADS: u32 = 256;
+    let kernel = gpu.kernel("check_block_barrier_init_in_place")?;
+    let stream = gpu.default_stream();
+    let options = LaunchOptions {
+        shared_memory_bytes: 16 + 4 * THREADS,
+        ..LaunchOptions::default()
+    };
+    let params = KernelParams::default().u32(100);
+    // SAFETY: the kernel takes `rounds: u32` and gets the dynamic shared memory it
+    // needs for a block of THREADS.
+    unsafe { kernel.launch_ex(&stream, 1, THREADS, options, params) }?;
+    stream.synchronize()
 }
 
 fn build_name(build: KernelBuild) -> &'static str {

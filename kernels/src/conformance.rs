@@ -883,15 +883,12 @@ matrix! {
     conf_plain_barrier_system_global: System, grid_global;
 }
 
-/// [`check_barrier`] with the barrier's form settled before the phases begin: member
-/// 0's [`check_form`] (whose `uses_hardware` turns a fresh `Block`-scope barrier in
-/// shared memory into the `mbarrier`: `mbarrier.init`, then a release store of the
-/// form's marker, which every other operation loads with acquire) is ordered before
-/// every other member's first use by the block's hardware barrier (`bar.sync`), which
-/// racecheck models. In the matrix the conversion races the first arrivals, ordered by
-/// the marker's release and acquire alone, and racecheck reports the init and the
-/// store as plain writes racing with those loads when the timing brings them close
-/// (`docs/sanitizers.md`). The variant racecheck judges.
+/// [`check_barrier`] with a team barrier between member 0's [`check_form`] and the
+/// phases. When a barrier became the `mbarrier` at its first operation, this ordered
+/// that conversion before every other member's first use in a way racecheck models
+/// (`docs/sanitizers.md`); `init_block` now places the barrier before the block
+/// barrier that publishes it, so both variants start from a placed barrier. The
+/// variant racecheck judges.
 fn check_barrier_settled<S: PtxScope>(barrier: &CheckedBarrier<S>, ctx: &Ctx) {
     check_form(barrier, ctx, hardware_expected(barrier));
     ctx.team.sync();
@@ -925,8 +922,8 @@ fn hardware_expected<S: PtxScope, F: Completion>(barrier: &Barrier<S, Gpu, F>) -
 }
 
 /// The form each matrix barrier must take: the hardware one exactly for `Block` scope
-/// in shared memory. One thread per team asks (asking is an operation, which converts
-/// a fresh barrier), before the phases begin.
+/// in shared memory (placed there by `init_block`). One thread per team asks, before
+/// the phases begin.
 fn check_form<S: PtxScope, F: Completion>(barrier: &Barrier<S, Gpu, F>, ctx: &Ctx, hardware: bool) {
     if ctx.team.me == 0 {
         check!(ctx, barrier.uses_hardware() == hardware);
@@ -961,12 +958,8 @@ pub unsafe extern "gpu-kernel" fn conf_generic_block_barrier_timeout(
     };
     check_form(plain, &ctx, true);
     check_form(counted, &ctx, true);
-    // Thread 0 turned both into the hardware form above; a block barrier orders that
-    // before every other thread's first arrival in a way racecheck models (the
-    // conversion's `mbarrier.init` and release store of the marker, against the other
-    // threads' loads of it, are otherwise ordered by that release and acquire alone,
-    // which racecheck does not model; see `check_barrier_settled`). The matrix checks
-    // a conversion racing the first arrivals.
+    // `init_block` placed both (`mbarrier.init` before its block barrier); this block
+    // barrier keeps thread 0's form checks apart from the others' first arrivals.
     sync_block();
     timeout_then_complete(plain, &ctx);
     timeout_then_complete(counted, &ctx);

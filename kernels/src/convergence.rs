@@ -42,10 +42,9 @@ pub unsafe extern "gpu-kernel" fn convergence_after_operation(
             latch.init_block(Latch::new(block_size())),
         )
     };
-    // Thread 0's first operation turns each barrier into the hardware form, before the
-    // others' first use (the block barrier at the top of the loop orders it): the
-    // conversion racing the first arrivals is the conformance matrix's to check, and
-    // under racecheck it ended the tool's process (`docs/sanitizers.md`).
+    // `init_block` placed each barrier into the hardware form; thread 0 asks, as the
+    // kernel did when the first operation converted a barrier (a conversion racing
+    // the first arrivals ended racecheck's process: `docs/sanitizers.md`).
     if thread_in_block() == 0 {
         let _ = (plain.uses_hardware(), counted.uses_hardware());
     }

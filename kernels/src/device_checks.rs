@@ -16,9 +16,14 @@
 //! | `check_block_scope_own_objects` | any | each block counts down its own `Block`-scope latch | runs | runs |
 //! | `check_cluster_scope_own_objects` | clusters of 2 | each cluster counts down its own `Cluster`-scope latch | runs | runs |
 //! | `check_block_scope_one_block` | any | only block `user` touches the latch | runs | runs |
+//! | `check_block_barrier_not_placed` | 1 block | arrives on a `Barrier<Block>` written into shared memory, not placed | trap | message, trap |
+//! | `check_block_barrier_placed_after_use` | 1 thread | places a barrier that has taken an arrival | trap | message, trap |
+//! | `check_block_barrier_above_hardware` | 1 thread | places a barrier of 2²⁰ in shared memory | trap | message, trap |
+//! | `check_block_barrier_init_in_place` | 1 block, dynamic shared memory | `init_in_place`, then phases that check each other's writes | runs | runs |
 
 use sync_device::{
-    block_index, cluster_rank, map_to_block, shared, sync_cluster, thread_in_block, Gpu,
+    block_index, block_size, cluster_rank, dynamic_shared, map_to_block, shared, sync_block,
+    sync_cluster, thread_in_block, Gpu,
 };
 use sync_shared::{Barrier, Block, Cluster, CountingSemaphore, Device, Latch};
 
@@ -182,5 +187,93 @@ pub unsafe extern "gpu-kernel" fn check_block_scope_one_block(
     if block_index() == user {
         // SAFETY: the caller's contract.
         unsafe { &*latch }.count_down(1);
+    }
+}
+
+/// A `Barrier<Block>` written into block-shared memory directly, never placed
+/// (`Barrier::init_in_place`): the first arrival's token check traps, in both builds.
+///
+/// # Safety
+///
+/// None beyond a launch of one block.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn check_block_barrier_not_placed() {
+    let slot = shared!(CHECK_BLOCK_BARRIER_NOT_PLACED: Barrier<Block, Gpu>);
+    if thread_in_block() == 0 {
+        // SAFETY: the block's own variable, written before the block barrier below.
+        unsafe { slot.as_ptr().write(Barrier::new(block_size())) };
+    }
+    sync_block();
+    // SAFETY: written above; not placed, which is what this case checks.
+    unsafe { &*slot.as_ptr() }.arrive_and_wait();
+}
+
+/// A barrier that has taken an arrival in its portable form (in global memory), then
+/// copied into block-shared memory and placed: placing traps.
+///
+/// # Safety
+///
+/// Launched with one thread; `barrier` is a live barrier with the shared layout,
+/// expecting 2.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn check_block_barrier_placed_after_use(
+    barrier: *mut Barrier<Block, Gpu>,
+) {
+    // SAFETY: the caller's contract.
+    let _token = unsafe { &*barrier }.arrive(1);
+    let slot = shared!(CHECK_BLOCK_BARRIER_PLACED_AFTER_USE: Barrier<Block, Gpu>);
+    // SAFETY: one thread; the copy is the block's only barrier object from here on.
+    let _placed = unsafe { slot.init_block(barrier.read()) };
+}
+
+/// A barrier in block-shared memory expecting more arrivals than the `mbarrier` holds
+/// (2²⁰ − 1): placing traps.
+///
+/// # Safety
+///
+/// None beyond a launch of one thread.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn check_block_barrier_above_hardware() {
+    let slot = shared!(CHECK_BLOCK_BARRIER_ABOVE_HARDWARE: Barrier<Block, Gpu>);
+    // SAFETY: one thread, once.
+    let _placed = unsafe { slot.init_block(Barrier::new(1 << 20)) };
+}
+
+/// A `Barrier<Block>` in the launch's dynamic shared memory, placed with
+/// `Barrier::init_in_place`; then `rounds` rounds in which every thread writes its
+/// word, meets the others, and checks its neighbour's (a wrong value panics, which
+/// traps), and meets them again before the next write.
+///
+/// # Safety
+///
+/// One block; the launch gives at least 16 bytes of dynamic shared memory plus 4 per
+/// thread.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn check_block_barrier_init_in_place(rounds: u32) {
+    let barrier = dynamic_shared::<Barrier<Block, Gpu>>();
+    // SAFETY: the words after the barrier, inside the launch's dynamic shared memory.
+    let words = unsafe { barrier.add(1) }.cast::<u32>();
+    let me = thread_in_block();
+    if me == 0 {
+        // SAFETY: the block's dynamic shared memory, written and placed by one thread
+        // before the block barrier below.
+        unsafe {
+            barrier.write(Barrier::new(block_size()));
+            (*barrier).init_in_place();
+        }
+    }
+    sync_block();
+    // SAFETY: placed above, alive for the block.
+    let barrier = unsafe { &*barrier };
+    assert!(barrier.uses_hardware());
+    let next = (me + 1) % block_size();
+    for round in 0..rounds {
+        // SAFETY: one word per thread; the barrier orders the accesses.
+        unsafe { words.add(me as usize).write_volatile(round * 4096 + me) };
+        barrier.arrive_and_wait();
+        // SAFETY: as above.
+        let theirs = unsafe { words.add(next as usize).read_volatile() };
+        assert!(theirs == round * 4096 + next);
+        barrier.arrive_and_wait();
     }
 }

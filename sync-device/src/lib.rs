@@ -138,6 +138,10 @@
 // On host targets the items are compiled out, so the links above have no target there.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
+// `SharedSlot::init_block` places a `Barrier` into its hardware form and writes any
+// other type as it is: a default method specialized for the barrier (shared.rs).
+#![cfg_attr(target_arch = "nvptx64", feature(specialization))]
+#![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
 pub use sync_shared::bus::{
     BusArrivalToken, Consumer, GpuToGpu, GpuToHost, HostToGpu, Producer, WaitError, BUS_COUNT_MAX,

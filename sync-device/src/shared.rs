@@ -7,12 +7,15 @@
 
 use core::marker::PhantomData;
 
+use sync_shared::{Backend, Barrier, Completion, Scope};
+
 use crate::block_barrier::sync_block;
 #[cfg(target_feature = "sm_90")]
 use crate::cluster::{map_to_block, sync_cluster};
 #[cfg(target_feature = "sm_90")]
 use crate::geometry::cluster_rank;
 use crate::geometry::thread_in_block;
+use crate::gpu::Gpu;
 
 /// Declares an uninitialized block-shared variable of type `$ty` and evaluates to its
 /// [`SharedSlot`]. Each expansion site is one variable (so a loop reuses it); `$name`
@@ -109,6 +112,9 @@ impl<T> SharedSlot<T> {
     pub unsafe fn init_block_with(&self, init: impl FnOnce(*mut T)) -> &'static T {
         if thread_in_block() == 0 {
             init(self.address);
+            // SAFETY: just written by this thread; the block barrier below orders it
+            // before every other thread's use.
+            unsafe { T::placed(self.address) };
         }
         sync_block();
         // SAFETY: thread 0 initialized the variable, and the block barrier ordered that
@@ -135,14 +141,45 @@ impl<T> SharedSlot<T> {
             panic!("SharedSlot::init_cluster: owner is not a rank of the cluster");
         }
         if rank == owner && thread_in_block() == 0 {
-            // SAFETY: the owner's own instance, written by one thread before anyone
-            // reads it (the cluster barrier below).
-            unsafe { self.address.write(value) };
+            // SAFETY: the owner's own instance, written and placed by one thread before
+            // anyone reads it (the cluster barrier below).
+            unsafe {
+                self.address.write(value);
+                T::placed(self.address);
+            }
         }
         sync_cluster();
         // SAFETY: the owner's instance is initialized (release/acquire cluster barrier)
         // and, per this function's contract, stays allocated while it is used.
         unsafe { &*map_to_block(self.address, owner) }
+    }
+}
+
+/// What placing a value in block-shared memory does after writing it there: nothing,
+/// except for a [`Barrier`], which becomes the hardware barrier there
+/// ([`Barrier::init_in_place`]). Without this, `slot.init_block(Barrier::new(n))`, the
+/// way the barrier is documented, would leave an unplaced barrier in shared memory.
+trait Placed {
+    /// # Safety
+    ///
+    /// `object` holds a value this thread has just written, which no other thread
+    /// uses until a block (or cluster) barrier after this call.
+    unsafe fn placed(object: *mut Self);
+}
+
+impl<T> Placed for T {
+    #[inline(always)]
+    default unsafe fn placed(_object: *mut Self) {}
+}
+
+impl<S: Scope, F: Completion> Placed for Barrier<S, Gpu, F>
+where
+    Gpu: Backend<S>,
+{
+    #[inline(always)]
+    unsafe fn placed(object: *mut Self) {
+        // SAFETY: forwarded.
+        unsafe { (*object).init_in_place() }
     }
 }
 

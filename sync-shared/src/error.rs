@@ -51,7 +51,21 @@ pub enum UsageErrorKind {
         /// The semaphore's `max()`.
         max: u32,
     },
+    /// A barrier in its hardware form (on the GPU: a `Barrier<Block>` in block-shared
+    /// memory) used without having been placed there: its bytes were written into
+    /// that memory directly, not through `SharedSlot::init_block` or
+    /// `Barrier::init_in_place`.
+    NotPlaced,
+    /// A barrier placed into its hardware form after it had been used (some arrivals
+    /// or phases already counted in its portable form).
+    PlacedAfterUse,
 }
+
+/// The text of [`UsageErrorKind::NotPlaced`] (also printed on the GPU).
+pub(crate) const NOT_PLACED: &str = "the barrier lies in block-shared memory but was not placed there: write it with SharedSlot::init_block, or call Barrier::init_in_place after writing it";
+/// The text of [`UsageErrorKind::PlacedAfterUse`].
+pub(crate) const PLACED_AFTER_USE: &str =
+    "only a fresh barrier (no arrivals yet) can be placed into its hardware form";
 
 impl UsageError {
     pub(crate) const fn new(operation: &'static str, kind: UsageErrorKind) -> Self {
@@ -78,11 +92,32 @@ impl fmt::Display for UsageError {
                 f,
                 "releasing n = {n} onto a counter of {count} exceeds max() = {max}"
             ),
+            UsageErrorKind::NotPlaced => f.write_str(NOT_PLACED),
+            UsageErrorKind::PlacedAfterUse => f.write_str(PLACED_AFTER_USE),
         }
     }
 }
 
 impl core::error::Error for UsageError {}
+
+/// [`violated`] for a check inside a hot loop: in the release build of GPU kernels,
+/// where the documented panic handler (`sync_device::panic_handler!`) does nothing but
+/// `trap`, a `trap` in place. A loop that contains a call, even one never taken, gets
+/// a `YIELD` at its head and convergence barriers from ptxas (sm_90 SASS), which cost a
+/// block-shared `Barrier`'s phase about a third of its time on an H100. Elsewhere, and
+/// in the checked build (which prints the error first), the same as `violated`.
+#[inline(always)]
+#[track_caller]
+pub(crate) fn violated_in_loop(error: impl FnOnce() -> UsageError) -> ! {
+    #[cfg(all(target_arch = "nvptx64", not(debug_assertions)))]
+    {
+        let _ = error;
+        // SAFETY: `trap` ends the kernel; it touches nothing.
+        unsafe { core::arch::asm!("trap;", options(noreturn, nostack)) }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", not(debug_assertions))))]
+    violated(error())
+}
 
 /// Panics with the error's text: the panicking forms of the operations call this.
 /// On the device, `panic = "abort"` turns it into a trap; the checked build of the

@@ -8,6 +8,8 @@
 //! backend crate (`scoped_sync::Barrier`) rather than these types.
 #![no_std]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// `trap` in place of a call on hot paths (`error::violated_in_loop`).
+#![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 
 #[cfg(test)]
 extern crate std;

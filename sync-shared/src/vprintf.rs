@@ -90,6 +90,10 @@ pub(crate) fn print_usage_error(error: &UsageError) {
             b"scoped-sync: %s: releasing n = %u onto a counter of %u exceeds max() = %u\n\0",
             &Three { operation, a: n, b: count, c: max },
         ),
+        UsageErrorKind::NotPlaced => print_misuse(error.operation, crate::error::NOT_PLACED),
+        UsageErrorKind::PlacedAfterUse => {
+            print_misuse(error.operation, crate::error::PLACED_AFTER_USE)
+        }
     }
 }
 

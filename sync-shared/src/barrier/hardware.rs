@@ -3,18 +3,18 @@
 //!
 //! Rust moves values, so a barrier cannot be built in place the way libcu++'s
 //! `init(&bar, n)` builds one in `__shared__` memory (where it checks `__isShared` and
-//! runs `mbarrier.init`). Instead a `Barrier` starts in its portable form wherever it is
-//! written, and its first operation at a place the backend's hardware serves turns it
-//! into the hardware object (see `Barrier`'s "Hardware form"). The hardware object
-//! lives in the barrier's own `hardware` field, so the portable words stay readable and
-//! say which form the barrier is in.
+//! runs `mbarrier.init`). Instead a `Barrier` is built in its portable form, and placing
+//! it where the backend's hardware serves it ([`Barrier::init_in_place`], which
+//! `SharedSlot::init_block` calls) turns it into the hardware object, kept in the
+//! barrier's own `hardware` field, and marks the expected word. From then on where the
+//! barrier lies says which form it is in (an address-space test, which reads no
+//! memory: libcu++ tests `__isShared` the same way), and the marker is only checked,
+//! after each operation's first hardware instruction, to catch bytes written there by
+//! other means (see `Barrier`'s "Hardware form").
 
-use super::{
-    check_count, ArrivalToken, Barrier, Completion, HardwareToken, CONVERTING, EXPECTED, HARDWARE,
-    PORTABLE_ONLY,
-};
+use super::{check_count, ArrivalToken, Barrier, Completion, HardwareToken, EXPECTED, HARDWARE};
 use crate::backend::Backend;
-use crate::error::{violated, Interrupted, UsageError, UsageErrorKind};
+use crate::error::{violated, violated_in_loop, Interrupted, UsageError, UsageErrorKind};
 use crate::primitive::Ordering;
 use crate::scope::Scope;
 use crate::wait::Limits;
@@ -34,16 +34,10 @@ pub unsafe trait HardwareBarrier {
     /// The largest expected count the hardware object holds.
     const MAX_EXPECTED: u32;
 
-    /// Whether a barrier whose hardware word is at `object` can use the hardware object
-    /// (for the GPU: a block-scope barrier in block-shared memory).
+    /// Whether a barrier whose hardware word is at `object` is in the hardware form
+    /// (for the GPU: a block-scope barrier in block-shared memory). Reads no memory,
+    /// so that a compiler may hoist it out of the caller's loop.
     fn available(object: *const u64) -> bool;
-
-    /// The threads running this call together (a GPU warp's active lanes), for
-    /// [`regroup`](Self::regroup).
-    fn group() -> u32;
-
-    /// Waits until every thread of `group` has called this (reconverges a warp).
-    fn regroup(group: u32);
 
     /// Makes `object` a hardware barrier of `expected` arrivals per phase, in its first
     /// phase.
@@ -64,8 +58,14 @@ pub unsafe trait HardwareBarrier {
 
     /// The arrivals the phase still expected when `token` was taken, before the
     /// arrival that returned it. (Threads that arrive in one instruction, a GPU warp's
-    /// lanes, may all get the state from before all of their arrivals.)
+    /// lanes, may all get the state from before all of their arrivals.) At least 1
+    /// for every token of an initialized object.
     fn pending(token: u64) -> u32;
+
+    /// Whether `token` can have come from an initialized object: `false` for the
+    /// token of an arrival on an object of zero bytes (an unplaced barrier's hardware
+    /// word), `true` for every token of an initialized one.
+    fn placed(token: u64) -> bool;
 
     /// Whether the phase of `token` has completed. With `suspend`, the hardware may
     /// hold the thread for a while before answering `false`.
@@ -96,12 +96,6 @@ unsafe impl HardwareBarrier for NoHardwareBarrier {
     fn available(_object: *const u64) -> bool {
         false
     }
-    fn group() -> u32 {
-        unreachable!("NoHardwareBarrier is never available")
-    }
-    fn regroup(_group: u32) {
-        unreachable!("NoHardwareBarrier is never available")
-    }
     unsafe fn init(_object: *mut u64, _expected: u32) {
         unreachable!("NoHardwareBarrier is never available")
     }
@@ -109,6 +103,9 @@ unsafe impl HardwareBarrier for NoHardwareBarrier {
         unreachable!("NoHardwareBarrier is never available")
     }
     fn pending(_token: u64) -> u32 {
+        unreachable!("NoHardwareBarrier is never available")
+    }
+    fn placed(_token: u64) -> bool {
         unreachable!("NoHardwareBarrier is never available")
     }
     unsafe fn wait(_object: *mut u64, _token: u64, _suspend: bool) -> bool {
@@ -123,109 +120,118 @@ unsafe impl HardwareBarrier for NoHardwareBarrier {
 type Hw<S, B> = <B as Backend<S>>::HardwareBarrier;
 
 impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
-    /// Whether the barrier is (or has just become) the backend's hardware barrier.
-    ///
-    /// One acquire load of the expected word: its marker is set only by a conversion,
-    /// which only an object at a place the hardware serves undergoes, so a marked
-    /// object needs no address-space test (on the GPU that test, `isspacep`, cost
-    /// 19 ns per phase of a 128-thread block on an H100). An unmarked object at such a
-    /// place is converted by its first user.
+    /// Whether the barrier is in the hardware form: where it lies, nothing else (on
+    /// the GPU one `isspacep`, which reads no memory and which the compiler hoists out
+    /// of a loop of phases). Every barrier at such a place must have been placed
+    /// ([`place_in_hardware`](Self::place_in_hardware)); the hardware paths check the
+    /// marker that placing sets, or the token of their arrival, after their first
+    /// instruction, off the path from the arrival to the wait
+    /// ([`check_token`](Self::check_token)).
     #[inline(always)]
     pub(super) fn in_hardware_form(&self) -> bool {
-        if !Self::HAS_HARDWARE {
-            return false;
-        }
-        let marker = B::load(&self.expected, Ordering::Acquire);
-        self.is_hardware_marker(marker) || self.convert_if_available(marker)
+        Self::HAS_HARDWARE && Hw::<S, B>::available(self.hardware.get())
     }
 
-    /// Whether the barrier has been converted: the marker alone, without converting
-    /// a fresh barrier (the caller's slow path does).
-    #[inline(always)]
-    pub(super) fn marked_hardware(&self) -> bool {
-        self.is_hardware_marker(B::load(&self.expected, Ordering::Acquire))
-    }
-
-    #[inline(always)]
-    fn is_hardware_marker(&self, marker: u32) -> bool {
-        if marker & HARDWARE == 0 {
-            return false;
-        }
-        // A copy of a converted barrier's bytes elsewhere would carry the marker
-        // (only unsafe code makes one): the checked build catches it.
-        debug_assert!(
-            Hw::<S, B>::available(self.hardware.get()),
-            "a Barrier marked as a hardware barrier lies where the hardware does not serve it (its bytes were copied)"
-        );
-        true
-    }
-
-    /// The cold half of [`in_hardware_form`](Self::in_hardware_form): an unmarked
-    /// object, converted if it lies where the hardware serves it.
-    #[cold]
-    #[inline(never)]
-    fn convert_if_available(&self, marker: u32) -> bool {
-        Hw::<S, B>::available(self.hardware.get()) && self.convert(marker)
-    }
-
-    /// Turns a fresh barrier into the hardware form, or marks it portable for good
-    /// (it has been used already, or its count does not fit the hardware). Concurrent
-    /// first users wait for the one that claimed the conversion.
+    /// Turns a fresh barrier that lies where the hardware serves it into the hardware
+    /// object and sets the expected word's marker; elsewhere does nothing.
     ///
-    /// Memory ordering: the claimer's release store of the marker follows the
-    /// hardware initialization; every other user loads the marker with acquire.
-    #[inline(always)]
-    fn convert(&self, marker: u32) -> bool {
-        // The threads that convert together (one claims, the others wait for it) leave
-        // together: on the GPU, a warp left diverged here would stay so, and take every
-        // later phase lane by lane.
-        let together = Hw::<S, B>::group();
-        let hardware = self.convert_or_wait(marker);
-        Hw::<S, B>::regroup(together);
-        hardware
+    /// # Safety
+    ///
+    /// No other thread uses the barrier until a release-acquire pair at its scope (a
+    /// block barrier, for `Block`) orders this call before that use.
+    pub(super) unsafe fn place_in_hardware(&self, operation: &'static str) {
+        if !self.in_hardware_form() {
+            return;
+        }
+        let marker = B::load(&self.expected, Ordering::Relaxed);
+        let expected = marker & EXPECTED;
+        let fresh = marker & HARDWARE == 0
+            && B::load(&self.state, Ordering::Relaxed) == Self::phase_start(0, expected);
+        if !fresh {
+            violated(UsageError::new(operation, UsageErrorKind::PlacedAfterUse));
+        }
+        let arrivals = expected + Self::RESERVED;
+        let most = Hw::<S, B>::MAX_EXPECTED - Self::RESERVED;
+        if !(1..=Hw::<S, B>::MAX_EXPECTED).contains(&arrivals) {
+            violated(UsageError::new(
+                operation,
+                UsageErrorKind::ExceedsMax {
+                    value: expected,
+                    max: most,
+                },
+            ));
+        }
+        // SAFETY: `available` held, and nobody else uses the object yet (the contract).
+        unsafe { Hw::<S, B>::init(self.hardware.get(), arrivals) };
+        B::store(&self.expected, expected | HARDWARE, Ordering::Relaxed);
     }
 
-    fn convert_or_wait(&self, mut marker: u32) -> bool {
-        loop {
-            if marker & HARDWARE != 0 {
-                return true;
-            }
-            if marker & PORTABLE_ONLY != 0 {
-                return false;
-            }
-            if marker & CONVERTING != 0 {
-                B::yield_now();
-                marker = B::load(&self.expected, Ordering::Acquire);
-                continue;
-            }
-            let expected = marker & EXPECTED;
-            let arrivals = expected + Self::RESERVED;
-            // Every operation at this place converts first, so a barrier still in its
-            // first phase without arrivals is one nobody has used.
-            let fresh = B::load(&self.state, Ordering::Relaxed) == Self::phase_start(0, expected);
-            let fits = (1..=Hw::<S, B>::MAX_EXPECTED).contains(&arrivals);
-            let claim = if fresh && fits {
-                CONVERTING
-            } else {
-                PORTABLE_ONLY
-            };
-            if let Err(actual) = B::compare_exchange(
-                &self.expected,
-                marker,
-                marker | claim,
-                Ordering::Acquire,
-                Ordering::Acquire,
-            ) {
-                marker = actual;
-                continue;
-            }
-            if claim == PORTABLE_ONLY {
-                return false;
-            }
-            // SAFETY: `available` held; the other users wait for the marker below.
-            unsafe { Hw::<S, B>::init(self.hardware.get(), arrivals) };
-            B::store(&self.expected, expected | HARDWARE, Ordering::Release);
-            return true;
+    /// The expected word, to tell whether the barrier, in the hardware form, was
+    /// placed: bytes written into block-shared memory by other means hold no hardware
+    /// object. A relaxed load: the placing thread's store reached this thread through
+    /// whatever ordered the placing before its use. Loaded right after the
+    /// operation's first hardware instruction and checked
+    /// ([`check_placed`](Self::check_placed)) after its second, so that the load's
+    /// latency overlaps them; an unplaced object's bytes (the barrier's own) may have
+    /// been changed by then, and the kernel ends there.
+    ///
+    /// The arrivals check the token instead ([`check_token`](Self::check_token)): even
+    /// off the path from the arrival to the wait, this load cost a 128-thread block's
+    /// phase 58 → 90 ns on an H100 (the bare `mbarrier` loop is 37 ns).
+    #[inline(always)]
+    fn placed_marker(&self) -> u32 {
+        B::load(&self.expected, Ordering::Relaxed)
+    }
+
+    /// In the checked build of the kernels, traps with its message before an
+    /// operation's first hardware instruction unless the barrier was placed: on an
+    /// H100 the hardware instructions on an unplaced object's zero bytes ended the
+    /// kernel before the token check could print why.
+    #[inline(always)]
+    #[track_caller]
+    fn check_placed_first(&self, operation: &'static str) {
+        if cfg!(debug_assertions) {
+            Self::check_placed(operation, self.placed_marker());
+        }
+    }
+
+    /// Traps unless `marker` ([`placed_marker`](Self::placed_marker)) says placed.
+    #[inline(always)]
+    #[track_caller]
+    fn check_placed(operation: &'static str, marker: u32) {
+        if marker & HARDWARE == 0 {
+            violated_in_loop(|| UsageError::new(operation, UsageErrorKind::NotPlaced));
+        }
+    }
+
+    /// Traps unless the arrival of `n` that returned `state` came from a placed
+    /// object ([`HardwareBarrier::placed`]: one compare in registers; an unplaced
+    /// barrier's hardware word holds zero, which `new` writes) and, where a phase can
+    /// expect fewer than `n` (plus the reserved arrival), unless it expected them
+    /// (`pending`, what the phase still expected). A phase of a placed barrier without
+    /// completion function always expects at least one arrival, so a single arrival
+    /// skips that test: the decoding of the count sat between the arrival and the wait
+    /// and cost a 128-thread block's phase several ns. The checked build of the
+    /// kernels checks the marker before the arrival instead
+    /// ([`check_placed_first`](Self::check_placed_first)), which names the error.
+    #[inline(always)]
+    #[track_caller]
+    fn check_token(&self, operation: &'static str, n: u32, state: u64, pending: u32) {
+        if !Hw::<S, B>::placed(state) {
+            violated_in_loop(|| UsageError::new(operation, UsageErrorKind::NotPlaced));
+        }
+        let needed = n + Self::RESERVED;
+        if needed > 1 && pending < needed {
+            // The hardware counted an arrival its phase did not expect.
+            violated_in_loop(|| {
+                UsageError::new(
+                    operation,
+                    UsageErrorKind::ArrivalExceedsRemaining {
+                        n,
+                        remaining: pending.saturating_sub(Self::RESERVED),
+                    },
+                )
+            });
         }
     }
 
@@ -242,6 +248,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             return None;
         }
         let object = self.hardware.get();
+        self.check_placed_first(operation);
         if let Err(error) = check_count(operation, n, Hw::<S, B>::MAX_EXPECTED) {
             violated(error)
         }
@@ -254,18 +261,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         } else {
             self.arrive_in_hardware_combined(operation, object, n, drop)
         };
-        let needed = n + Self::RESERVED;
-        if pending < needed {
-            // The hardware counted an arrival its phase did not expect.
-            violated(UsageError::new(
-                operation,
-                UsageErrorKind::ArrivalExceedsRemaining {
-                    n,
-                    remaining: pending.saturating_sub(Self::RESERVED),
-                },
-            ));
-        }
-        if !F::IS_NONE && pending == needed {
+        self.check_token(operation, n, state, pending);
+        if !F::IS_NONE && pending == n + Self::RESERVED {
             self.complete_in_hardware(object);
         }
         Some(ArrivalToken {
@@ -372,34 +369,31 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     }
 
     /// `arrive_and_wait` without a completion function, in the hardware form: the
-    /// arrival, then the wait; the count check (an arrival the phase did not
-    /// expect) after the first test instead of before it, off the path from the
+    /// arrival, then the wait; the token's check ([`check_token`](Self::check_token):
+    /// placed, and expected by its phase) after the first test instead of before it, off the path from the
     /// arrival to the wait, but before any retry, so that a broken precondition
-    /// traps instead of waiting for a phase that may never complete.
+    /// traps instead of waiting for a phase that may never complete. Nothing here
+    /// calls a function in the release build of the kernels
+    /// ([`violated_in_loop`]), so a caller's loop of phases contains no call.
     #[inline(always)]
     #[track_caller]
     pub(super) fn arrive_and_wait_in_hardware(&self) {
+        const OPERATION: &str = "Barrier::arrive_and_wait";
         let object = self.hardware.get();
-        // SAFETY: the caller saw the hardware form.
+        self.check_placed_first(OPERATION);
+        // SAFETY: the caller saw the hardware form; an unplaced object is caught below
+        // before anything else uses it.
         let state = unsafe { Hw::<S, B>::arrive(object, 1, false) };
-        // SAFETY: the token came from this object in its hardware form.
+        // SAFETY: as above.
         let done = unsafe { Hw::<S, B>::wait(object, state, true) };
-        if Hw::<S, B>::pending(state) < 1 {
-            self.arrival_not_expected();
+        // One branch on the way out of a phase that completed at the first test (`&`,
+        // not `&&`): every taken branch costs the loop of phases.
+        if !(done & Hw::<S, B>::placed(state)) || cfg!(debug_assertions) {
+            self.check_token(OPERATION, 1, state, Hw::<S, B>::pending(state));
+            if !done {
+                self.wait_in_hardware_unlimited(state);
+            }
         }
-        if !done {
-            self.wait_in_hardware_unlimited(state);
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    #[track_caller]
-    fn arrival_not_expected(&self) -> ! {
-        violated(UsageError::new(
-            "Barrier::arrive",
-            UsageErrorKind::ArrivalExceedsRemaining { n: 1, remaining: 0 },
-        ))
     }
 
     /// [`wait_in_hardware`](Self::wait_in_hardware) without limits: the hardware's
@@ -416,13 +410,24 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         unsafe { Hw::<S, B>::wait(self.hardware.get(), state, false) }
     }
 
+    #[track_caller]
     pub(super) fn wait_parity_in_hardware(&self, parity: bool) {
-        // SAFETY: the caller saw the hardware form.
-        while !unsafe { Hw::<S, B>::wait_parity(self.hardware.get(), parity, true) } {}
+        let marker = self.placed_marker();
+        // SAFETY: the caller saw the hardware form; an unplaced object is caught
+        // before the test is repeated.
+        let done = unsafe { Hw::<S, B>::wait_parity(self.hardware.get(), parity, true) };
+        Self::check_placed("Barrier::wait_parity", marker);
+        if !done {
+            // SAFETY: as above, and placed.
+            while !unsafe { Hw::<S, B>::wait_parity(self.hardware.get(), parity, true) } {}
+        }
     }
 
+    #[track_caller]
     pub(super) fn test_parity_in_hardware(&self, parity: bool) -> bool {
-        // SAFETY: the caller saw the hardware form.
-        unsafe { Hw::<S, B>::wait_parity(self.hardware.get(), parity, false) }
+        // SAFETY: the caller saw the hardware form; an unplaced object traps below.
+        let done = unsafe { Hw::<S, B>::wait_parity(self.hardware.get(), parity, false) };
+        Self::check_placed("Barrier::try_wait_parity", self.placed_marker());
+        done
     }
 }

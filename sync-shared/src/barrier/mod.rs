@@ -55,13 +55,16 @@
 //! # Hardware form
 //!
 //! Where the backend has a hardware barrier for the place the object sits (the GPU's
-//! `mbarrier`, for a `Block`-scope barrier in block-shared memory), the first operation
-//! turns a fresh barrier into that hardware object, kept in the barrier's third word,
-//! and marks the expected-count word; from then on arrivals and waits are the
-//! hardware's instructions (see [`hardware`]). `arrive_and_wait` of a marked barrier
-//! without a completion function is inline and short: one acquire load of the marker,
-//! the arrival, the wait; the address-space test, the conversion and the portable
-//! path are out of line, where they cannot slow the hardware loop down.
+//! `mbarrier`, for a `Block`-scope barrier in block-shared memory), placing a fresh
+//! barrier there ([`Barrier::init_in_place`], which `SharedSlot::init_block` calls)
+//! turns it into that hardware object, kept in the barrier's third word, and marks the
+//! expected-count word; from then on arrivals and waits are the hardware's
+//! instructions (see [`hardware`]). Which form a barrier is in follows from where it
+//! lies (on the GPU, `isspacep.shared`, which reads no memory and leaves the caller's
+//! loop), as libcu++'s `barrier<thread_scope_block>` tests `__isShared`.
+//! `arrive_and_wait` without a completion function is inline and short: the arrival,
+//! the first test of the wait, then the checks (placed, not over-arrived), and no call
+//! in the release build of the kernels; the portable path is out of line.
 
 use core::cell::UnsafeCell;
 use core::fmt;
@@ -97,11 +100,8 @@ const SLEEPERS: u32 = 1;
 
 /// Expected word: the arrivals each later phase expects.
 const EXPECTED: u32 = (1 << 28) - 1;
-/// Expected word: the object was turned down for the hardware form; stays portable.
-const PORTABLE_ONLY: u32 = 1 << 29;
-/// Expected word: a thread is turning the object into its hardware form.
-const CONVERTING: u32 = 1 << 30;
-/// Expected word: the object is in its hardware form (the state word is unused).
+/// Expected word: the object was placed into its hardware form (the state word is
+/// unused from then on).
 const HARDWARE: u32 = 1 << 31;
 
 /// What runs once per phase, after the last arrival and before any waiter is released.
@@ -137,9 +137,10 @@ impl<F: FnMut()> Completion for F {
 /// function runs once, the phase ends, and every thread waiting on a token of that
 /// phase is released. `arrive_and_drop` also lowers the count of every later phase.
 ///
-/// On the GPU, a `Barrier<Block>` in block-shared memory becomes the hardware
-/// `mbarrier` at its first use (as libcu++'s `barrier<thread_scope_block>` does), with
-/// the same API; elsewhere an arrival is one atomic add and a wait polls one word.
+/// On the GPU, a `Barrier<Block>` in block-shared memory is the hardware `mbarrier`
+/// (as libcu++'s `barrier<thread_scope_block>` is), with the same API: place it with
+/// `SharedSlot::init_block` (or call [`init_in_place`](Self::init_in_place) after
+/// writing it there). Elsewhere an arrival is one atomic add and a wait polls one word.
 ///
 /// Counterpart: C++20 `std::barrier`, libcu++ `cuda::barrier<Scope>`.
 ///
@@ -182,7 +183,7 @@ impl<F: FnMut()> Completion for F {
 pub struct Barrier<S: Scope, B: Backend<S>, F: Completion = NoCompletion> {
     /// `PARITY | count | DROPPED | SLEEPERS`.
     state: Word,
-    /// `HARDWARE | CONVERTING | PORTABLE_ONLY | expected`.
+    /// `HARDWARE | expected`.
     expected: Word,
     /// The backend's hardware barrier, in the hardware form; unused otherwise.
     hardware: UnsafeCell<u64>,
@@ -437,14 +438,15 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         if !Self::HAS_HARDWARE {
             let token = self.arrive(1);
             self.wait(token);
-        } else if F::IS_NONE && self.marked_hardware() {
+        } else if F::IS_NONE && self.in_hardware_form() {
             self.arrive_and_wait_in_hardware();
         } else {
-            // Out of line: inlined into the caller's loop beside the hardware path,
-            // the conversion and the portable arrival's warp combining put
-            // convergence barriers and yields into that loop (sm_90 SASS). With the
-            // marker-only test this took a 128-thread block's phase from 192 to
-            // 118 ns on an H100 (docs/measurements.md).
+            // Out of line. The call stays in the caller's loop, on the branch the
+            // hardware form never takes, and costs that loop all the same: ptxas puts
+            // a `YIELD` at the head of a loop that contains a call and keeps the
+            // object's address out of the uniform registers (a 128-thread block's
+            // phase 53 -> 86 ns on an H100; docs/measurements.md). Inlined, the
+            // portable path's spin loops and branches cost more (93 ns).
             self.arrive_and_wait_outlined();
         }
     }
@@ -492,9 +494,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     }
 
     /// Whether the barrier runs on the backend's hardware barrier: on the GPU (sm_90),
-    /// a `Block`-scope barrier in block-shared memory whose expected count (plus one
-    /// with a completion function) is at most 2²⁰ − 1. A fresh barrier at such a place
-    /// becomes the hardware object at its first operation, and this call is one.
+    /// a `Block`-scope barrier in block-shared memory.
     ///
     /// ```ignore
     /// let slot = sync_device::shared!(STAGE: Barrier<Block>);
@@ -502,8 +502,70 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// let stage = unsafe { slot.init_block(Barrier::new(sync_device::block_size())) };
     /// assert!(stage.uses_hardware());
     /// ```
+    ///
+    /// # Panics
+    ///
+    /// If the barrier lies where the hardware serves it but was not placed there
+    /// ([`init_in_place`](Self::init_in_place)).
+    #[track_caller]
     pub fn uses_hardware(&self) -> bool {
-        self.in_hardware_form()
+        if !self.in_hardware_form() {
+            return false;
+        }
+        if B::load(&self.expected, Ordering::Relaxed) & HARDWARE == 0 {
+            violated(UsageError::new(
+                "Barrier::uses_hardware",
+                UsageErrorKind::NotPlaced,
+            ));
+        }
+        true
+    }
+
+    /// Finishes placing a barrier that was just written where it will be used: where
+    /// the backend has a hardware barrier for that place (on the GPU, a `Block`-scope
+    /// barrier in block-shared memory), builds the hardware object in the barrier and
+    /// marks it; elsewhere does nothing. `SharedSlot::init_block`, `init_block_with`
+    /// and `init_cluster` call it; call it yourself after writing a barrier into
+    /// block-shared memory any other way (dynamic shared memory, a field of a larger
+    /// object). A barrier in block-shared memory that was not placed traps at its first
+    /// operation.
+    ///
+    /// Counterpart: libcu++ `init(&barrier, expected)` on a `__shared__` barrier.
+    ///
+    /// # Safety
+    ///
+    /// One thread calls it, and no other thread uses the barrier until a
+    /// release-acquire pair at the barrier's scope orders this call before that use
+    /// (on the GPU: a block barrier, `sync_block()`, after it).
+    ///
+    /// # Panics
+    ///
+    /// If the barrier has been used (an arrival or a completed phase) or was placed
+    /// already, or, in the hardware form, if its expected count is 0 or above the
+    /// hardware's (on the GPU 2²⁰ − 1, less one with a completion function).
+    ///
+    /// # Examples
+    ///
+    /// ```ignore
+    /// use sync_device::{dynamic_shared, sync_block, thread_in_block, Barrier, Block};
+    ///
+    /// let barrier = dynamic_shared::<Barrier<Block>>();
+    /// if thread_in_block() == 0 {
+    ///     // SAFETY: the launch asked for enough dynamic shared memory; the block
+    ///     // barrier below orders the placing before any other thread's use.
+    ///     unsafe {
+    ///         barrier.write(Barrier::new(sync_device::block_size()));
+    ///         (*barrier).init_in_place();
+    ///     }
+    /// }
+    /// sync_block();
+    /// // SAFETY: placed above.
+    /// unsafe { (*barrier).arrive_and_wait() };
+    /// ```
+    #[track_caller]
+    pub unsafe fn init_in_place(&self) {
+        // SAFETY: forwarded.
+        unsafe { self.place_in_hardware("Barrier::init_in_place") }
     }
 
     /// Runs the completion function, aborting the process if it panics.
