@@ -142,7 +142,7 @@ const CASES: &[Case] = &[
         name: "Barrier<Block> placed after an arrival",
         run: block_barrier_placed_after_use,
         expect: Expect::TrapsAlways(&[
-            "scoped-sync: Barrier::init_in_place: only a fresh barrier (no arrivals yet) can be placed into its hardware form",
+            "scoped-sync: Barrier::init_in_place: only a fresh barrier (no arrivals yet, not placed before) can be placed into its hardware form",
         ]),
     },
     Case {

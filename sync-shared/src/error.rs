@@ -65,7 +65,7 @@ pub enum UsageErrorKind {
 pub(crate) const NOT_PLACED: &str = "the barrier lies in block-shared memory but was not placed there: write it with SharedSlot::init_block, or call Barrier::init_in_place after writing it";
 /// The text of [`UsageErrorKind::PlacedAfterUse`].
 pub(crate) const PLACED_AFTER_USE: &str =
-    "only a fresh barrier (no arrivals yet) can be placed into its hardware form";
+    "only a fresh barrier (no arrivals yet, not placed before) can be placed into its hardware form";
 
 impl UsageError {
     pub(crate) const fn new(operation: &'static str, kind: UsageErrorKind) -> Self {

@@ -169,15 +169,13 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// The expected word, to tell whether the barrier, in the hardware form, was
     /// placed: bytes written into block-shared memory by other means hold no hardware
     /// object. A relaxed load: the placing thread's store reached this thread through
-    /// whatever ordered the placing before its use. Loaded right after the
-    /// operation's first hardware instruction and checked
-    /// ([`check_placed`](Self::check_placed)) after its second, so that the load's
-    /// latency overlaps them; an unplaced object's bytes (the barrier's own) may have
-    /// been changed by then, and the kernel ends there.
+    /// whatever ordered the placing before its use.
     ///
-    /// The arrivals check the token instead ([`check_token`](Self::check_token)): even
-    /// off the path from the arrival to the wait, this load cost a 128-thread block's
-    /// phase 58 → 90 ns on an H100 (the bare `mbarrier` loop is 37 ns).
+    /// Arrivals check their token instead ([`check_token`](Self::check_token)) and
+    /// load this only in the checked build: even issued between the arrival and the
+    /// wait, off the path from one to the other, the load took a 128-thread block's
+    /// phase from 58 to 102 ns on an H100 (docs/measurements.md). The parity waits,
+    /// which have no token, load it.
     #[inline(always)]
     fn placed_marker(&self) -> u32 {
         B::load(&self.expected, Ordering::Relaxed)
@@ -370,11 +368,11 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
 
     /// `arrive_and_wait` without a completion function, in the hardware form: the
     /// arrival, then the wait; the token's check ([`check_token`](Self::check_token):
-    /// placed, and expected by its phase) after the first test instead of before it, off the path from the
-    /// arrival to the wait, but before any retry, so that a broken precondition
-    /// traps instead of waiting for a phase that may never complete. Nothing here
-    /// calls a function in the release build of the kernels
-    /// ([`violated_in_loop`]), so a caller's loop of phases contains no call.
+    /// placed, and expected by its phase) after the first test instead of before it,
+    /// off the path from the arrival to the wait, but before any retry, so that a
+    /// broken precondition traps instead of waiting for a phase that may never
+    /// complete. Nothing here calls a function in the release build of the kernels
+    /// ([`violated_in_loop`]), so this adds no call to a caller's loop of phases.
     #[inline(always)]
     #[track_caller]
     pub(super) fn arrive_and_wait_in_hardware(&self) {
