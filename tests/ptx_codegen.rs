@@ -387,8 +387,7 @@ fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
 }
 
 /// The generic barrier's fast paths, as the cost kernels use them: at device scope an
-/// arrival is one release add of the thread's own (no compare-and-swap loop, no warp
-/// grouping of ours: ptxas aggregates a warp's adds) and the expected count is
+/// arrival is one release add (no compare-and-swap loop) and the expected count is
 /// read through the SM's cache, by a lone arriving thread (a block's leader) right
 /// after its add, before anything waits for the add's reply. A `Block`-scope barrier in
 /// shared memory is placed into the `mbarrier` where `init_block` writes it
@@ -407,11 +406,6 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
             assert!(body.contains(wanted), "{kernel}: no {wanted}");
         }
         assert!(!body.contains(".cas."), "{kernel}: a compare-and-swap");
-        // Device scope leaves a warp's adds to the compiler's aggregation: none of the
-        // grouping's warp exchanges.
-        for unwanted in ["shfl.sync", "vote.sync", "match.any", "bar.warp.sync"] {
-            assert!(!body.contains(unwanted), "{kernel}: {unwanted}");
-        }
     }
     let instructions: Vec<&str> = entries["cost_device_barrier_block"]
         .lines()

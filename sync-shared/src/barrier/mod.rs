@@ -32,10 +32,8 @@
 //! With a completion function a phase expects one arrival more, reserved for the
 //! completing thread: the arrival that leaves only the reserved one runs the
 //! completion, then stores the next phase (flipped parity, its fresh count) in one
-//! write, which releases the waiters. At `Block` and `Cluster` scope, arrivals that a
-//! backend can combine (a GPU warp's lanes arriving together) take their total in one
-//! add; at `Device` and `System` scope each thread adds on its own, and the GPU
-//! compiler aggregates a warp's adds itself, for less.
+//! write, which releases the waiters. Arrivals that a backend can combine (a GPU warp's
+//! lanes arriving together) take their total in one add.
 //!
 //! The checked forms (the host's `arrive`, every `try_` form) take arrivals with a
 //! compare-and-swap that checks the count first (against `e` less the early arrivals

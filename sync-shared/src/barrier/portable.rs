@@ -8,10 +8,10 @@ use core::time::Duration;
 use super::{
     ArrivalToken, Barrier, Completion, COUNT, DROPPED, EXPECTED, OPEN, PARITY, SLEEPERS, UNIT,
 };
-use crate::backend::{Backend, Combined};
+use crate::backend::Backend;
 use crate::error::{violated, Interrupted, UsageError, UsageErrorKind};
 use crate::primitive::Ordering;
-use crate::scope::{Device, Scope};
+use crate::scope::Scope;
 use crate::update::{combined_add, combined_add_in, update};
 use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
@@ -77,17 +77,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         if n == 0 {
             return Err(UsageError::new(ARRIVE, UsageErrorKind::ZeroArrival));
         }
-        // At device and system scope every thread adds on its own: the GPU compiler
-        // aggregates a warp's adds into one atomic by itself (sm_90 SASS: a vote, the
-        // leader's add, a shuffle of its reply), for less than our grouping's shuffles
-        // and votes cost. H200, every thread of 132 x 128 arriving: 1458 -> 1330 ns per
-        // phase; one arrival per block (`WholeBlock`): 1038 -> 993 ns
-        // (docs/measurements.md). At narrower scopes it did not aggregate them.
-        let group = if S::LEVEL >= Device::LEVEL {
-            Combined::alone(n)
-        } else {
-            B::combine(&self.state, n)
-        };
+        let group = B::combine(&self.state, n);
         let (before, guess) = if group.is_alone() {
             let before = self.add_arrivals(n);
             // Read while the add is on its way: after its reply, the read put one more
