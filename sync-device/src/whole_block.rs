@@ -25,7 +25,7 @@ impl<S: PtxScope, F: Completion> WholeBlock for Barrier<S, Gpu, F> {
     fn block_arrive_and_wait(&self) {
         sync_block();
         if thread_in_block() == 0 {
-            let token = self.arrive(block_size());
+            let token = self.arrive_alone(block_size());
             self.wait(token);
         }
         sync_block();

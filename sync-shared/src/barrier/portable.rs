@@ -8,7 +8,7 @@ use core::time::Duration;
 use super::{
     ArrivalToken, Barrier, Completion, COUNT, DROPPED, EXPECTED, OPEN, PARITY, SLEEPERS, UNIT,
 };
-use crate::backend::Backend;
+use crate::backend::{Backend, Combined};
 use crate::error::{violated, Interrupted, UsageError, UsageErrorKind};
 use crate::primitive::Ordering;
 use crate::scope::Scope;
@@ -71,13 +71,18 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     }
 
     /// `arrive` as one `fetch_add` (see `Backend::UNCHECKED_FAST_PATHS`): a broken
-    /// precondition is found after the word changed, and the caller panics.
+    /// precondition is found after the word changed, and the caller panics. `alone`:
+    /// the caller runs alone by construction, and is not grouped with others.
     #[inline]
-    pub(super) fn arrive_unchecked(&self, n: u32) -> Result<ArrivalToken, UsageError> {
+    pub(super) fn arrive_unchecked(&self, n: u32, alone: bool) -> Result<ArrivalToken, UsageError> {
         if n == 0 {
             return Err(UsageError::new(ARRIVE, UsageErrorKind::ZeroArrival));
         }
-        let group = B::combine(&self.state, n);
+        let group = if alone {
+            Combined::alone(n)
+        } else {
+            B::combine(&self.state, n)
+        };
         let (before, guess) = if group.is_alone() {
             let before = self.add_arrivals(n);
             // Read while the add is on its way: after its reply, the read put one more
