@@ -8,9 +8,9 @@
 //! `SharedSlot::init_block` calls) turns it into the hardware object, kept in the
 //! barrier's own `hardware` field, and marks the expected word. From then on where the
 //! barrier lies says which form it is in (an address-space test, which reads no
-//! memory: libcu++ tests `__isShared` the same way), and the marker is only checked,
-//! after each operation's first hardware instruction, to catch bytes written there by
-//! other means (see `Barrier`'s "Hardware form").
+//! memory: libcu++ tests `__isShared` the same way). Bytes written there by other means
+//! are caught by the token of their first arrival, and in the checked build of the
+//! kernels and the parity waits by the marker (see `Barrier`'s "Hardware form").
 
 use super::{check_count, ArrivalToken, Barrier, Completion, HardwareToken, EXPECTED, HARDWARE};
 use crate::backend::Backend;

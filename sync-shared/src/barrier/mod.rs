@@ -558,9 +558,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     ///
     /// # Panics
     ///
-    /// If the barrier has been used (an arrival or a completed phase) or was placed
-    /// already, or, in the hardware form, if its expected count is 0 or above the
-    /// hardware's (on the GPU 2²⁰ − 1, less one with a completion function).
+    /// Where it places the barrier into the hardware form: if the barrier has been
+    /// used (an arrival or a completed phase) or was placed already, or if its
+    /// expected count is 0 or above the hardware's (on the GPU 2²⁰ − 1, less one with a
+    /// completion function).
     ///
     /// # Examples
     ///
