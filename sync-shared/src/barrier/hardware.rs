@@ -177,7 +177,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// phase from 58 to 102 ns on an H100 (docs/measurements.md). The parity waits,
     /// which have no token, load it.
     #[inline(always)]
-    fn placed_marker(&self) -> u32 {
+    pub(super) fn placed_marker(&self) -> u32 {
         B::load(&self.expected, Ordering::Relaxed)
     }
 
@@ -196,7 +196,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// Traps unless `marker` ([`placed_marker`](Self::placed_marker)) says placed.
     #[inline(always)]
     #[track_caller]
-    fn check_placed(operation: &'static str, marker: u32) {
+    pub(super) fn check_placed(operation: &'static str, marker: u32) {
         if marker & HARDWARE == 0 {
             violated_in_loop(|| UsageError::new(operation, UsageErrorKind::NotPlaced));
         }

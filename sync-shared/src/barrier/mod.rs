@@ -530,12 +530,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         if !self.in_hardware_form() {
             return false;
         }
-        if B::load(&self.expected, Ordering::Relaxed) & HARDWARE == 0 {
-            violated(UsageError::new(
-                "Barrier::uses_hardware",
-                UsageErrorKind::NotPlaced,
-            ));
-        }
+        Self::check_placed("Barrier::uses_hardware", self.placed_marker());
         true
     }
 
