@@ -4,7 +4,7 @@
 use sync_shared::{Barrier, Completion, Latch};
 
 use crate::block_barrier::sync_block;
-use crate::geometry::{block_size, thread_in_block};
+use crate::geometry::{block_size, is_block_leader};
 use crate::gpu::Gpu;
 use crate::ptx_atomics::PtxScope;
 
@@ -24,7 +24,7 @@ impl<S: PtxScope, F: Completion> WholeBlock for Barrier<S, Gpu, F> {
     #[inline]
     fn block_arrive_and_wait(&self) {
         sync_block();
-        if thread_in_block() == 0 {
+        if is_block_leader() {
             let token = self.arrive_alone(block_size());
             self.wait(token);
         }
@@ -36,7 +36,7 @@ impl<S: PtxScope> WholeBlock for Latch<S, Gpu> {
     #[inline]
     fn block_arrive_and_wait(&self) {
         sync_block();
-        if thread_in_block() == 0 {
+        if is_block_leader() {
             self.arrive_and_wait(block_size());
         }
         sync_block();
