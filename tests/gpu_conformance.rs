@@ -619,9 +619,10 @@ fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
 
 /// Runs `conf_grid_sync` for `phases` phases on `blocks` blocks of `block` threads and
 /// checks that every thread ran every phase.
-fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: u32, phases: u32) {
+fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: impl Into<Dim3>, phases: u32) {
     let kernel = gpu.kernel("conf_grid_sync").unwrap();
-    let threads = (blocks * block) as usize;
+    let block: Dim3 = block.into();
+    let threads = (blocks * block.count().unwrap()) as usize;
     let slots = gpu.zeros::<u32>(2 * threads).unwrap();
     let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
     // SAFETY: (Grid, u32 pointer, u32, u32 pointer) is the kernel's signature; `slots`
@@ -635,7 +636,7 @@ fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: u32, phases: u32) {
     let report = gpu.download(&report).unwrap();
     assert_eq!(
         report[0], 0,
-        "{blocks} blocks × {block}: {} failed checks (first at kernels/src/conformance.rs:{})",
+        "{blocks} blocks × {block:?}: {} failed checks (first at kernels/src/conformance.rs:{})",
         report[0], report[2]
     );
     let slots = gpu.download(&slots).unwrap();
@@ -646,7 +647,7 @@ fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: u32, phases: u32) {
     };
     assert!(
         last.iter().all(|&slot| slot == phases) && before.iter().all(|&slot| slot == phases - 1),
-        "{blocks} blocks × {block}: every thread ran every phase"
+        "{blocks} blocks × {block:?}: every thread ran every phase"
     );
 }
 
@@ -683,6 +684,37 @@ fn grid_sync_on_both_sides_of_the_two_level_form() {
             continue;
         }
         grid_sync_phases(&gpu, blocks, block, stress_phases(2_000));
+    }
+}
+
+#[test]
+fn grid_sync_with_blocks_of_any_shape_in_both_forms() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("conf_grid_sync").unwrap();
+    let sms = gpu.sm_count().unwrap();
+    // A block's first warp does its part of the barrier: blocks smaller than a warp
+    // (their shuffles name only the lanes they have), one thread, a partial second
+    // warp, and a 3-D block whose first warp spans rows and layers; each in one level
+    // (one block per SM) and in two (the smallest two-level grid).
+    let shapes: [Dim3; 5] = [
+        Dim3::x(1),
+        Dim3::x(20),
+        Dim3::x(48),
+        Dim3::new(8, 3, 2),
+        Dim3::new(5, 7, 3),
+    ];
+    for block in shapes {
+        let threads = block.count().unwrap();
+        let max = kernel.max_coresident_blocks(threads).unwrap();
+        for blocks in [sms, grid::GRID_TWO_LEVEL_FROM] {
+            if blocks > max {
+                common::skip(&format!(
+                    "grid of {blocks} × {threads}: only {max} blocks fit at once on this GPU"
+                ));
+                continue;
+            }
+            grid_sync_phases(&gpu, blocks, block, stress_phases(1_000));
+        }
     }
 }
 

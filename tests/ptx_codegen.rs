@@ -46,7 +46,21 @@ fn entries(ptx: &str) -> BTreeMap<&str, &str> {
         let rest = &ptx[start + ".entry ".len()..];
         let name = &rest[..rest.find('(').expect("entry name")];
         let body_start = rest.find('{').expect("entry body");
-        let body_end = rest[body_start..].find("\n}").expect("end of body") + body_start;
+        // The brace that balances the body's: inline assembly opens scopes of its own
+        // (`{ }` blocks, vector operands), some closing at the start of a line.
+        let mut depth = 0_usize;
+        let body_end = rest[body_start..]
+            .char_indices()
+            .find_map(|(at, c)| {
+                match c {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => return None,
+                }
+                (depth == 0).then_some(at)
+            })
+            .expect("end of body")
+            + body_start;
         entries.insert(name, &rest[body_start..body_end]);
     }
     entries
@@ -56,6 +70,13 @@ fn entries(ptx: &str) -> BTreeMap<&str, &str> {
 fn synchronizing_instructions(body: &str) -> Vec<String> {
     body.lines()
         .map(str::trim)
+        // An instruction under a guard (`@p` or `@!p`) counts as itself.
+        .map(|line| match line.strip_prefix('@') {
+            Some(guarded) => guarded
+                .split_once(char::is_whitespace)
+                .map_or(line, |(_, instruction)| instruction.trim_start()),
+            None => line,
+        })
         .filter(|line| {
             [
                 "fence.",
@@ -459,7 +480,12 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
 /// `Grid::sync` holds both of its forms inline (a call in the caller's loop cost the
 /// one-level form 47 ns per phase at 132 × 1024 on an H100; docs/measurements.md): the
 /// release adds, relaxed polls and the acquire fence of both, and the two-level form's
-/// `acq_rel` fence and relaxed stores into the groups' release words.
+/// `acq_rel` fence and relaxed reductions into the groups' release words. The block's
+/// first warp does the block's part (`sync_device::grid_arrival`): its branches are
+/// `bra.uni`, lane 0's reply and poll reach the warp through shuffles (a constant member
+/// mask for blocks of a warp or more), the releasing lanes meet at a warp barrier, lane
+/// 0 is told by `%laneid`, and the block barriers are `barrier.sync` without `.aligned`
+/// (one the compiler may copy into diverged arms).
 #[test]
 fn the_grid_barrier_holds_both_forms_inline() {
     let Some(ptx) = ptx() else { return };
@@ -473,7 +499,7 @@ fn the_grid_barrier_holds_both_forms_inline() {
             "ld.relaxed.gpu.u32",
             "fence.acquire.gpu",
             "fence.acq_rel.gpu",
-            "st.relaxed.gpu.u32",
+            "red.relaxed.gpu.add.u32",
         ],
     );
     for unwanted in ["ld.acquire.gpu.u32", "fence.sc.gpu"] {
@@ -490,6 +516,20 @@ fn the_grid_barrier_holds_both_forms_inline() {
             .any(|line| line.trim_start().starts_with("call")),
         "cost_grid_sync: a call in the barrier's loop"
     );
+    for wanted in [
+        "bra.uni POLL;",
+        "bra.uni GRID_REST;",
+        "bra.uni GRID_TWO_LEVELS;",
+        "shfl.sync.idx.b32 seen, seen, 0, 31, -1;",
+        "bar.warp.sync -1;",
+        "%laneid",
+        "barrier.sync 0;",
+    ] {
+        assert!(body.contains(wanted), "cost_grid_sync: no `{wanted}`");
+    }
+    for unwanted in ["barrier.sync.aligned", "bar.sync"] {
+        assert!(!body.contains(unwanted), "cost_grid_sync: `{unwanted}`");
+    }
 }
 
 /// `MultiGrid::sync` (kernel `multi_grid_phases`): a block's arrival is a device-scope

@@ -164,6 +164,8 @@ mod global_atomics;
 mod gpu;
 #[cfg(target_arch = "nvptx64")]
 mod grid;
+#[cfg(target_arch = "nvptx64")]
+mod grid_arrival;
 #[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
 mod mbarrier;
 #[cfg(target_arch = "nvptx64")]
