@@ -78,6 +78,27 @@ macro_rules! acquire_fence {
     };
 }
 
+/// Lane 0's release add of one to `$counter` (an operand's text), its reply shuffled to
+/// the warp (member mask `$mask`), and predicate `last` set when that arrival made the
+/// counter reach `{phase} × $per_phase`: this phase's last on that counter.
+macro_rules! arrival {
+    ($counter:literal, $per_phase:literal, $mask:literal) => {
+        concat!(
+            "mul.lo.u32 target, {phase}, ",
+            $per_phase,
+            ";\n",
+            "@first_lane atom.release.gpu.add.u32 seen, [",
+            $counter,
+            "], 1;\n",
+            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
+            $mask,
+            ";\n",
+            "add.u32 seen, seen, 1;\n",
+            "setp.eq.u32 last, seen, target;\n",
+        )
+    };
+}
+
 /// The first warp's part of a one-level phase, as one `{ }` scope of PTX text, with
 /// the shuffles' member mask `$mask` (a constant or an operand's text). Runs between
 /// the block barriers, in the first warp only; falls through at its end.
@@ -85,14 +106,8 @@ macro_rules! one_level_form {
     ($mask:literal) => {
         concat!(
             "{{\n",
-            "mul.lo.u32 target, {phase}, {blocks};\n",
-            "@first_lane atom.release.gpu.add.u32 seen, [{counter}], 1;\n",
-            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
-            $mask,
-            ";\n",
-            "add.u32 seen, seen, 1;\n",
-            "setp.ne.u32 waiting, seen, target;\n",
-            "@!waiting bra.uni ACQUIRE;\n",
+            arrival!("{counter}", "{blocks}", $mask),
+            "@last bra.uni ACQUIRE;\n",
             "POLL:\n",
             "ld.relaxed.gpu.u32 seen, [{counter}];\n",
             "shfl.sync.idx.b32 seen, seen, 0, 31, ",
@@ -122,22 +137,10 @@ macro_rules! two_level_form {
             // Nested ifs, not jumps into the poll from two places, and reductions,
             // not stores, into the release words: with either of the latter ptxas
             // wraps the whole phase in a reconvergence region.
-            "mul.lo.u32 target, {phase}, {members};\n",
-            "@first_lane atom.release.gpu.add.u32 seen, [{group_counter}], 1;\n",
-            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
-            $mask,
-            ";\n",
-            "add.u32 seen, seen, 1;\n",
-            "setp.eq.u32 last, seen, target;\n",
+            arrival!("{group_counter}", "{members}", $mask),
             "@!last bra.uni ARRIVED;\n",
             acquire_fence!(),
-            "mul.lo.u32 target, {phase}, {groups};\n",
-            "@first_lane atom.release.gpu.add.u32 seen, [{counter}], 1;\n",
-            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
-            $mask,
-            ";\n",
-            "add.u32 seen, seen, 1;\n",
-            "setp.eq.u32 last, seen, target;\n",
+            arrival!("{counter}", "{groups}", $mask),
             "@!last bra.uni ARRIVED;\n",
             // Lane 0's reply observed every group's release: its acquire fence, then
             // the warp barrier (which orders memory among the lanes) hands that to
