@@ -181,8 +181,8 @@ macro_rules! two_level_form {
 
 /// Where a block arrives and waits, for either form. The targets the counters must
 /// reach are worked out inside the `asm` block, by the first warp alone: every other
-/// warp of the block runs only the two block barriers and one branch, which at 1024
-/// threads a block is most of the block's time between the barriers.
+/// warp of the block runs only the two block barriers and one branch between them (at
+/// 1024 threads, 31 warps whose every instruction there delays the second barrier).
 pub(crate) struct Arrival {
     /// The top counter: every block's arrivals since the launch in one level, every
     /// group's in two.
@@ -221,7 +221,7 @@ pub(crate) unsafe fn block_phase(at: &Arrival) {
     let first_warp = u32::from(thread_in_block() < WARP_LANES);
     // Read outside the `asm` block, where the compiler can hoist it out of the caller's
     // loop: read inside, ptxas schedules the lane register's read after the first
-    // block barrier, on the path to the arrival (about 35 ns per phase).
+    // block barrier, on the path to the arrival (about 10 ns per phase on an H200).
     let lane = lane();
     let first_lane = u32::from(lane == 0);
     let threads = block_size();
