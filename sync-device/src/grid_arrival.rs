@@ -99,6 +99,29 @@ macro_rules! arrival {
     };
 }
 
+/// The warp's poll of `$word` (an operand's text) until it reaches `$target` (a
+/// register's or operand's text), going by lane 0's load (member mask `$mask`).
+/// Wrapping comparison: the counters wrap after 2³² arrivals, and no block is more
+/// than one phase ahead of another.
+macro_rules! poll {
+    ($word:literal, $target:literal, $mask:literal) => {
+        concat!(
+            "POLL:\n",
+            "ld.relaxed.gpu.u32 seen, [",
+            $word,
+            "];\n",
+            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
+            $mask,
+            ";\n",
+            "sub.u32 seen, seen, ",
+            $target,
+            ";\n",
+            "setp.lt.s32 waiting, seen, 0;\n",
+            "@waiting bra.uni POLL;\n",
+        )
+    };
+}
+
 /// The first warp's part of a one-level phase, as one `{ }` scope of PTX text, with
 /// the shuffles' member mask `$mask` (a constant or an operand's text). Runs between
 /// the block barriers, in the first warp only; falls through at its end.
@@ -108,16 +131,7 @@ macro_rules! one_level_form {
             "{{\n",
             arrival!("{counter}", "{blocks}", $mask),
             "@last bra.uni ACQUIRE;\n",
-            "POLL:\n",
-            "ld.relaxed.gpu.u32 seen, [{counter}];\n",
-            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
-            $mask,
-            ";\n",
-            // Wrapping comparison: the counters wrap after 2³² arrivals, and no block
-            // is more than one phase ahead of another.
-            "sub.u32 seen, seen, target;\n",
-            "setp.lt.s32 waiting, seen, 0;\n",
-            "@waiting bra.uni POLL;\n",
+            poll!("{counter}", "target", $mask),
             "ACQUIRE:\n",
             acquire_fence!(),
             "}}\n",
@@ -164,14 +178,7 @@ macro_rules! two_level_form {
             "ARRIVED:\n",
             // `last`: this block released every group (and acquired them all).
             "@last bra.uni RELEASED;\n",
-            "POLL:\n",
-            "ld.relaxed.gpu.u32 seen, [{release}];\n",
-            "shfl.sync.idx.b32 seen, seen, 0, 31, ",
-            $mask,
-            ";\n",
-            "sub.u32 seen, seen, {phase};\n",
-            "setp.lt.s32 waiting, seen, 0;\n",
-            "@waiting bra.uni POLL;\n",
+            poll!("{release}", "{phase}", $mask),
             acquire_fence!(),
             "RELEASED:\n",
             "}}\n",
