@@ -237,7 +237,7 @@ double run(void (*k)(unsigned*, int, unsigned*), int blocks, int threads, int cl
   CK(cudaLaunchKernelEx(&cfg, k, ctr, iters, sink));
   cudaEventRecord(b); CK(cudaEventSynchronize(b));
   float ms; cudaEventElapsedTime(&ms, a, b);
-  unsigned c; cudaMemcpy(&c, ctr, 4, cudaMemcpyDeviceToHost);
+  cudaEventDestroy(a); cudaEventDestroy(b);
   return ms * 1e6 / iters;
 }
 
@@ -252,7 +252,9 @@ double run_ptx(CUfunction f, int blocks, int threads, int iters, unsigned* words
   cudaEventRecord(a);
   if (cuLaunchCooperativeKernel(f, blocks, 1, 1, threads, 1, 1, 0, 0, args)) { printf("ptx launch failed\n"); return -1; }
   cudaEventRecord(b); cudaEventSynchronize(b);
-  float ms; cudaEventElapsedTime(&ms, a, b); return ms * 1e6 / iters;
+  float ms; cudaEventElapsedTime(&ms, a, b);
+  cudaEventDestroy(a); cudaEventDestroy(b);
+  return ms * 1e6 / iters;
 }
 int main(int argc, char** argv) {
   int iters = 20000;
