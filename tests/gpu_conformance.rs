@@ -718,6 +718,67 @@ fn grid_sync_with_blocks_of_any_shape_in_both_forms() {
     }
 }
 
+/// `conf_whole_block_{device,system}` (see the kernel): every block meets a barrier
+/// through `WholeBlock` only, the odd blocks drop out halfway, the even blocks go on.
+fn whole_block_phases(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, phases: u32) {
+    let kernel = gpu.kernel(&format!("conf_whole_block_{scope}")).unwrap();
+    let threads = (blocks * block.count().unwrap()) as usize;
+    let object = gpu.zeros::<u8>(OBJECT_BYTES).unwrap();
+    let slots = gpu.zeros::<u32>(2 * threads).unwrap();
+    let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+    // SAFETY: (Grid, object pointer, u32 pointer, u32, u32 pointer) is the kernel's
+    // signature; `object` holds a barrier, `slots` two words per thread; the buffers
+    // outlive the launch.
+    unsafe {
+        kernel.launch_grid(blocks, block, |args| {
+            args.arg(&object).arg(&slots).arg(&phases).arg(&report);
+        })
+    }
+    .unwrap();
+    let report = gpu.download(&report).unwrap();
+    assert_eq!(
+        report[0], 0,
+        "{scope}, {blocks} blocks × {block:?}: {} failed checks (first at kernels/src/conformance.rs:{})",
+        report[0], report[2]
+    );
+    // The even blocks' last phase, 2 × phases + 1, is odd: buffer 1.
+    let per_block = block.count().unwrap() as usize;
+    let last = &gpu.download(&slots).unwrap()[threads..];
+    let stayed = last
+        .chunks(per_block)
+        .step_by(2)
+        .all(|slots| slots.iter().all(|&slot| slot == 2 * phases + 1));
+    assert!(
+        stayed,
+        "{scope}, {blocks} blocks × {block:?}: every thread of the even blocks ran every phase"
+    );
+}
+
+#[test]
+fn device_and_system_barriers_met_by_whole_blocks_of_any_shape_with_drops() {
+    let Some(gpu) = runtime() else { return };
+    let sms = gpu.sm_count().unwrap();
+    // A block's first warp does its part: blocks smaller than a warp (their shuffles
+    // name only the lanes they have), one thread, a partial second warp, a full block,
+    // and 3-D blocks whose first warp spans rows and layers.
+    let shapes: [Dim3; 7] = [
+        Dim3::x(1),
+        Dim3::x(20),
+        Dim3::x(48),
+        Dim3::x(128),
+        Dim3::x(1024),
+        Dim3::new(8, 3, 2),
+        Dim3::new(5, 7, 3),
+    ];
+    for scope in ["device", "system"] {
+        for block in shapes {
+            whole_block_phases(&gpu, scope, sms, block, stress_phases(1_000));
+        }
+        // Two blocks per SM where they fit: arrivals from blocks sharing an SM.
+        whole_block_phases(&gpu, scope, 2 * sms, Dim3::x(128), stress_phases(1_000));
+    }
+}
+
 #[test]
 fn grid_launch_refuses_one_block_more_than_can_be_coresident() {
     let Some(gpu) = runtime() else { return };

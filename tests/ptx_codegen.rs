@@ -416,7 +416,8 @@ fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
 /// (`isspacep`, no load of a marker), then takes, inline, the arrival without a count
 /// operand and the wait; its checks trap in place (no call of the panic path: a call in
 /// the caller's loop costs it a `YIELD`), and the portable path is out of line
-/// (docs/measurements.md).
+/// (docs/measurements.md). `WholeBlock` at device scope is the block's first warp in
+/// PTX (`sync_device::whole_block_arrival`).
 #[test]
 fn the_generic_barrier_compiles_to_its_fast_paths() {
     let Some(ptx) = ptx() else { return };
@@ -435,12 +436,54 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         .collect();
     let add = instructions
         .iter()
-        .position(|line| line.starts_with("atom.release.gpu.add.u32"))
-        .expect("cost_device_barrier_block: no arrival");
+        .position(|line| line.starts_with("@first_lane atom.release.gpu.add.u32"))
+        .expect("cost_device_barrier_block: no arrival by lane 0");
     assert!(
-        instructions[add + 1].starts_with("ld.relaxed.cta.u32"),
+        instructions[add + 1].starts_with("@first_lane ld.relaxed.cta.u32"),
         "cost_device_barrier_block: the leader's read of the expected count does not follow its add: {:?}",
         &instructions[add..add + 3]
+    );
+    // `WholeBlock` in the release build is the first warp's PTX
+    // (`sync_device::whole_block_arrival`), as `Grid::sync` is: uniform branches, the
+    // reply and the poll through shuffles with a constant member mask, relaxed polls
+    // then one acquire fence, the reopening a relaxed reduction, the over-arrival check
+    // a trap in place, non-aligned block barriers, no call.
+    let body = entries["cost_device_barrier_block"];
+    for wanted in [
+        "bra.uni POLL;",
+        "bra.uni BARRIER_REST;",
+        "bra.uni EARLY;",
+        "shfl.sync.idx.b32 before, before, 0, 31, -1;",
+        "shfl.sync.idx.b32 seen, seen, 0, 31, -1;",
+        "ld.relaxed.gpu.u32 seen,",
+        "fence.acquire.gpu;",
+        "@first_lane red.relaxed.gpu.add.u32",
+        "trap;",
+        "%laneid",
+        "barrier.sync 0;",
+    ] {
+        assert!(
+            body.contains(wanted),
+            "cost_device_barrier_block: no `{wanted}`"
+        );
+    }
+    for unwanted in [
+        "barrier.sync.aligned",
+        "bar.sync",
+        "ld.acquire",
+        "fence.sc",
+        "fence.acq_rel",
+    ] {
+        assert!(
+            !body.contains(unwanted),
+            "cost_device_barrier_block: `{unwanted}`"
+        );
+    }
+    assert!(
+        !body
+            .lines()
+            .any(|line| line.trim_start().starts_with("call")),
+        "cost_device_barrier_block: a call in the barrier's loop"
     );
     let body = entries["cost_generic_block_barrier"];
     for wanted in [

@@ -46,9 +46,10 @@ use core::time::Duration;
 
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{
-    block_index, block_size, cluster_rank, global_thread_count, global_thread_index, is_shared,
-    map_to_block, shared, sync_block, sync_block_any, sync_cluster, thread_in_block, warp,
-    BlockBarrier, ClusterBarrier, GlobalTime, Gpu, Grid, SharedBarrier, SharedToken, WholeBlock,
+    block_count, block_index, block_size, cluster_rank, global_thread_count, global_thread_index,
+    is_shared, map_to_block, shared, sync_block, sync_block_any, sync_cluster, thread_in_block,
+    warp, BlockBarrier, ClusterBarrier, GlobalTime, Gpu, Grid, SharedBarrier, SharedToken,
+    WholeBlock,
 };
 use sync_shared::{
     ArrivalToken, Backend, Barrier, Block, Cluster, Completion, CountingSemaphore, Device, Latch,
@@ -1524,4 +1525,90 @@ pub unsafe extern "gpu-kernel" fn conf_grid_sync(
             check!(report, seen == phase);
         }
     }
+}
+
+/// A `Barrier<S>` in global memory met only through [`WholeBlock`] (in the release
+/// build, the block's first warp in PTX) by every block of a cooperative launch, of
+/// any block shape: `phases` phases with neighbour checks (as in [`conf_grid_sync`],
+/// the same thread of the next block and of the block half the grid away); then a
+/// phase in which every thread of the odd blocks drops out (`arrive_and_drop`) while
+/// the even blocks arrive whole; then `phases` phases of the even blocks alone, whose
+/// completions take the expected count from its word (a thread has dropped). Phase `p`
+/// writes buffer `p % 2` of `slots` (two words per thread); the barrier is built in
+/// `object` by thread 0 of the grid.
+fn whole_block_phases<S: PtxScope>(
+    grid: &mut Grid,
+    object: *mut PlainBarrier<S>,
+    slots: *mut u32,
+    phases: u32,
+    report: Report,
+) {
+    let (me, size) = (grid.thread_rank(), grid.size());
+    let (threads, block, blocks) = (block_size(), block_index(), block_count());
+    if me == 0 {
+        // SAFETY: one thread builds the object before anyone uses it (the grid
+        // barrier below).
+        unsafe { object.write(Barrier::new(size)) };
+    }
+    grid.sync();
+    // SAFETY: built above, and lives as long as the launch.
+    let barrier = unsafe { &*object };
+    let same_thread_of = |other_block: u32| other_block * threads + thread_in_block();
+    let meet = |phase: u32, others: [u32; 2]| {
+        let buffer = ((phase % 2) * size) as usize;
+        // SAFETY: this thread's slot of the buffer.
+        unsafe { slots.add(buffer + me as usize).write_volatile(phase) };
+        WholeBlock::block_arrive_and_wait(barrier);
+        for other in others {
+            // SAFETY: a slot of the buffer; its phase-`p` write was ordered before
+            // this read by the barrier, and its next write needs this thread's next
+            // arrival.
+            let seen = unsafe { slots.add(buffer + other as usize).read_volatile() };
+            check!(report, seen == phase);
+        }
+    };
+    let everyone = [
+        same_thread_of((block + 1) % blocks),
+        same_thread_of((block + blocks / 2 + 1) % blocks),
+    ];
+    for phase in 1..=phases {
+        meet(phase, everyone);
+    }
+    if block % 2 == 1 {
+        barrier.arrive_and_drop();
+        return;
+    }
+    let (even, evens) = (block / 2, blocks.div_ceil(2));
+    let stayers = [
+        same_thread_of((even + 1) % evens * 2),
+        same_thread_of((even + evens / 2 + 1) % evens * 2),
+    ];
+    for phase in phases + 1..=2 * phases + 1 {
+        meet(phase, stayers);
+    }
+}
+
+/// [`whole_block_phases`] at device scope. Launched with `launch_grid`, parameters
+/// `(object, slots, phases, report)`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_whole_block_device(
+    mut grid: Grid,
+    object: *mut PlainBarrier<Device>,
+    slots: *mut u32,
+    phases: u32,
+    report: *mut u32,
+) {
+    whole_block_phases(&mut grid, object, slots, phases, Report(report));
+}
+
+/// [`whole_block_phases`] at system scope (the barrier in device memory).
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_whole_block_system(
+    mut grid: Grid,
+    object: *mut PlainBarrier<System>,
+    slots: *mut u32,
+    phases: u32,
+    report: *mut u32,
+) {
+    whole_block_phases(&mut grid, object, slots, phases, Report(report));
 }

@@ -54,6 +54,7 @@ use core::arch::asm;
 use sync_shared::layout::grid::{group_release_line, GRID_LINE_WORDS};
 
 use crate::geometry::{block_size, thread_in_block};
+use crate::ptx_atomics::acquire_fence_text;
 use crate::warp::lane;
 
 /// Lanes of a warp.
@@ -62,21 +63,6 @@ const WARP_LANES: u32 = 32;
 /// Bytes from one group's release word to the next.
 const RELEASE_STRIDE: usize =
     (group_release_line(1) - group_release_line(0)) * GRID_LINE_WORDS * size_of::<u32>();
-
-/// The acquire fence after a wait: `fence.acquire` is sm_90 (PTX ISA 8.6, an L1
-/// invalidation there); before, the two-way fence, as `ptx_atomics` falls back.
-#[cfg(target_feature = "sm_90")]
-macro_rules! acquire_fence {
-    () => {
-        "fence.acquire.gpu;\n"
-    };
-}
-#[cfg(not(target_feature = "sm_90"))]
-macro_rules! acquire_fence {
-    () => {
-        "fence.acq_rel.gpu;\n"
-    };
-}
 
 /// Lane 0's release add of one to `$counter` (an operand's text), its reply shuffled to
 /// the warp (member mask `$mask`), and predicate `last` set when that arrival made the
@@ -133,7 +119,7 @@ macro_rules! one_level_form {
             "@last bra.uni ACQUIRE;\n",
             poll!("{counter}", "target", $mask),
             "ACQUIRE:\n",
-            acquire_fence!(),
+            acquire_fence_text!("gpu"),
             "}}\n",
         )
     };
@@ -153,7 +139,7 @@ macro_rules! two_level_form {
             // wraps the whole phase in a reconvergence region.
             arrival!("{group_counter}", "{members}", $mask),
             "@!last bra.uni ARRIVED;\n",
-            acquire_fence!(),
+            acquire_fence_text!("gpu"),
             arrival!("{counter}", "{groups}", $mask),
             "@!last bra.uni ARRIVED;\n",
             // Lane 0's reply observed every group's release: its acquire fence, then
@@ -161,7 +147,7 @@ macro_rules! two_level_form {
             // every lane, and each lane releases its share of the groups (lane `l` of
             // `n`: groups `l`, `l + n`, ...): one lane releasing all in turn cost the
             // crowded grid (2112 × 128) about 900 ns per phase on an H200.
-            acquire_fence!(),
+            acquire_fence_text!("gpu"),
             "bar.warp.sync ",
             $mask,
             ";\n",
@@ -179,7 +165,7 @@ macro_rules! two_level_form {
             // `last`: this block released every group (and acquired them all).
             "@last bra.uni RELEASED;\n",
             poll!("{release}", "{phase}", $mask),
-            acquire_fence!(),
+            acquire_fence_text!("gpu"),
             "RELEASED:\n",
             "}}\n",
         )

@@ -184,6 +184,8 @@ mod shared_barrier;
 pub mod warp;
 #[cfg(target_arch = "nvptx64")]
 mod whole_block;
+#[cfg(target_arch = "nvptx64")]
+mod whole_block_arrival;
 
 #[cfg(target_arch = "nvptx64")]
 pub use block_barrier::{sync_block, sync_block_any, BlockBarrier};

@@ -21,6 +21,24 @@ use core::arch::asm;
 use sync_shared::scope::{Block, Cluster, Device, Scope, System, Thread};
 use sync_shared::Ordering;
 
+/// The text of an acquire fence at scope `$q` (a string literal), for PTX written out
+/// whole (`grid_arrival`, `whole_block_arrival`): `fence.acquire` is sm_90 (PTX ISA
+/// 8.6, an L1 invalidation there); before, the two-way fence, as
+/// [`PtxScope::fence`] falls back.
+#[cfg(target_feature = "sm_90")]
+macro_rules! acquire_fence_text {
+    ($q:literal) => {
+        concat!("fence.acquire.", $q, ";\n")
+    };
+}
+#[cfg(not(target_feature = "sm_90"))]
+macro_rules! acquire_fence_text {
+    ($q:literal) => {
+        concat!("fence.acq_rel.", $q, ";\n")
+    };
+}
+pub(crate) use acquire_fence_text;
+
 /// Atomic operations at one scope, on naturally aligned `u32`/`u64` words.
 ///
 /// # Safety

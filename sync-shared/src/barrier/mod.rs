@@ -84,25 +84,33 @@ mod portable;
 
 pub use hardware::{HardwareBarrier, NoHardwareBarrier};
 
-/// State word: parity of the current phase; the carry out of the count flips it.
-const PARITY: u32 = 1 << 31;
-/// State word: set while the count holds an open phase's arrivals (count ≥ 2²⁸).
-const OPEN: u32 = 1 << 30;
-/// State word: one arrival in the count field (bits 2–30).
-const UNIT: u32 = 4;
-/// State word: the count field.
-const COUNT: u32 = PARITY - UNIT;
-/// State word: some thread has dropped out (sticky): the expected word may have
-/// changed since the barrier was built.
-const DROPPED: u32 = 2;
-/// State word: at least one thread may be parked on it.
-const SLEEPERS: u32 = 1;
+use encoding::{COUNT, DROPPED, EXPECTED, HARDWARE, OPEN, PARITY, SLEEPERS, UNIT};
 
-/// Expected word: the arrivals each later phase expects.
-const EXPECTED: u32 = (1 << 28) - 1;
-/// Expected word: the object was placed into its hardware form (the state word is
-/// unused from then on).
-const HARDWARE: u32 = 1 << 31;
+/// The portable form's two words, bit by bit (see the module documentation). Public
+/// only for a backend that writes an arrival in its own instructions (the GPU's
+/// `WholeBlock`, in PTX); not a stable interface.
+#[doc(hidden)]
+pub mod encoding {
+    /// State word: parity of the current phase; the carry out of the count flips it.
+    pub const PARITY: u32 = 1 << 31;
+    /// State word: set while the count holds an open phase's arrivals (count ≥ 2²⁸).
+    pub const OPEN: u32 = 1 << 30;
+    /// State word: one arrival in the count field (bits 2–30).
+    pub const UNIT: u32 = 4;
+    /// State word: the count field.
+    pub const COUNT: u32 = PARITY - UNIT;
+    /// State word: some thread has dropped out (sticky): the expected word may have
+    /// changed since the barrier was built.
+    pub const DROPPED: u32 = 2;
+    /// State word: at least one thread may be parked on it.
+    pub const SLEEPERS: u32 = 1;
+
+    /// Expected word: the arrivals each later phase expects.
+    pub const EXPECTED: u32 = (1 << 28) - 1;
+    /// Expected word: the object was placed into its hardware form (the state word is
+    /// unused from then on).
+    pub const HARDWARE: u32 = 1 << 31;
+}
 
 /// What runs once per phase, after the last arrival and before any waiter is released.
 pub trait Completion {
@@ -532,6 +540,21 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         }
         Self::check_placed("Barrier::uses_hardware", self.placed_marker());
         true
+    }
+
+    /// The state and expected words ([`encoding`]), for a backend that writes a whole
+    /// arrival and wait in its own instructions: `Some` for a barrier without a
+    /// completion function in the portable form. Such code must follow the unchecked
+    /// arrival of this module exactly (a phase's last arrival reopens the next, an early
+    /// one may reopen the one after, a drop makes the expected word authoritative).
+    #[doc(hidden)]
+    #[inline(always)]
+    pub fn portable_words(&self) -> Option<(&Word, &Word)> {
+        if F::IS_NONE && !self.in_hardware_form() {
+            Some((&self.state, &self.expected))
+        } else {
+            None
+        }
     }
 
     /// Finishes placing a barrier that was just written where it will be used: where
