@@ -718,10 +718,11 @@ fn grid_sync_with_blocks_of_any_shape_in_both_forms() {
     }
 }
 
-/// `conf_whole_block_{device,system}` (see the kernel): every block meets a barrier
-/// through `WholeBlock` only, the odd blocks drop out halfway, the even blocks go on.
-fn whole_block_phases(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, phases: u32) {
-    let kernel = gpu.kernel(&format!("conf_whole_block_{scope}")).unwrap();
+/// `conf_barrier_phases_{device,system}` (see the kernel): every block meets a barrier
+/// through `WholeBlock` and every thread's `arrive_and_wait` in turn, the odd blocks
+/// drop out halfway, the even blocks go on.
+fn barrier_phases(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, phases: u32) {
+    let kernel = gpu.kernel(&format!("conf_barrier_phases_{scope}")).unwrap();
     let threads = (blocks * block.count().unwrap()) as usize;
     let object = gpu.zeros::<u8>(OBJECT_BYTES).unwrap();
     let slots = gpu.zeros::<u32>(2 * threads).unwrap();
@@ -755,12 +756,14 @@ fn whole_block_phases(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, phases: 
 }
 
 #[test]
-fn device_and_system_barriers_met_by_whole_blocks_of_any_shape_with_drops() {
+fn device_and_system_barriers_met_by_blocks_and_warps_of_any_shape_with_drops() {
     let Some(gpu) = runtime() else { return };
     let sms = gpu.sm_count().unwrap();
-    // A block's first warp does its part: blocks smaller than a warp (their shuffles
-    // name only the lanes they have), one thread, a partial second warp, a full block,
-    // and 3-D blocks whose first warp spans rows and layers.
+    // A block's first warp does its part of a whole-block arrival, and a whole warp
+    // arrives as one: blocks smaller than a warp (their shuffles name only the lanes
+    // they have; every lane arrives alone), one thread, a partial second warp (a whole
+    // warp and lanes alone in one phase), full blocks, and 3-D blocks whose warps span
+    // rows and layers.
     let shapes: [Dim3; 7] = [
         Dim3::x(1),
         Dim3::x(20),
@@ -772,10 +775,10 @@ fn device_and_system_barriers_met_by_whole_blocks_of_any_shape_with_drops() {
     ];
     for scope in ["device", "system"] {
         for block in shapes {
-            whole_block_phases(&gpu, scope, sms, block, stress_phases(1_000));
+            barrier_phases(&gpu, scope, sms, block, stress_phases(1_000));
         }
         // Two blocks per SM where they fit: arrivals from blocks sharing an SM.
-        whole_block_phases(&gpu, scope, 2 * sms, Dim3::x(128), stress_phases(1_000));
+        barrier_phases(&gpu, scope, 2 * sms, Dim3::x(128), stress_phases(1_000));
     }
 }
 

@@ -417,7 +417,8 @@ fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
 /// operand and the wait; its checks trap in place (no call of the panic path: a call in
 /// the caller's loop costs it a `YIELD`), and the portable path is out of line
 /// (docs/measurements.md). `WholeBlock` at device scope is the block's first warp in
-/// PTX (`sync_device::whole_block_arrival`).
+/// PTX, and every thread's `arrive_and_wait` a whole warp's or a lane's alone
+/// (`sync_device::warp_barrier_phase`).
 #[test]
 fn the_generic_barrier_compiles_to_its_fast_paths() {
     let Some(ptx) = ptx() else { return };
@@ -444,7 +445,7 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         &instructions[add..add + 3]
     );
     // `WholeBlock` in the release build is the first warp's PTX
-    // (`sync_device::whole_block_arrival`), as `Grid::sync` is: uniform branches, the
+    // (`sync_device::warp_barrier_phase`), as `Grid::sync` is: uniform branches, the
     // reply and the poll through shuffles with a constant member mask, relaxed polls
     // then one acquire fence, the reopening a relaxed reduction, the over-arrival check
     // a trap in place, non-aligned block barriers, no call.
@@ -485,6 +486,31 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
             .any(|line| line.trim_start().starts_with("call")),
         "cost_device_barrier_block: a call in the barrier's loop"
     );
+    // Every thread's `arrive_and_wait` at device scope: a whole warp on one barrier
+    // arrives as one, in the same PTX (lane 0's add, shuffles, uniform branches); the
+    // lanes of a partial warp each alone (per-lane branches); no generic path, no call.
+    let body = entries["cost_device_barrier_all"];
+    for wanted in [
+        "activemask.b32 active;",
+        "vote.sync.all.pred together, together, -1;",
+        "bra.uni WARP_APART;",
+        "@first_lane atom.release.gpu.add.u32",
+        "shfl.sync.idx.b32 before, before, 0, 31, -1;",
+        "bra.uni POLL;",
+        "@waiting bra POLL;",
+        "fence.acquire.gpu;",
+    ] {
+        assert!(
+            body.contains(wanted),
+            "cost_device_barrier_all: no `{wanted}`"
+        );
+    }
+    for unwanted in ["ld.acquire", "fence.sc", "match.any", "call"] {
+        assert!(
+            !body.contains(unwanted),
+            "cost_device_barrier_all: `{unwanted}`"
+        );
+    }
     let body = entries["cost_generic_block_barrier"];
     for wanted in [
         "isspacep.shared",

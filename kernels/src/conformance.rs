@@ -1527,16 +1527,18 @@ pub unsafe extern "gpu-kernel" fn conf_grid_sync(
     }
 }
 
-/// A `Barrier<S>` in global memory met only through [`WholeBlock`] (in the release
-/// build, the block's first warp in PTX) by every block of a cooperative launch, of
-/// any block shape: `phases` phases with neighbour checks (as in [`conf_grid_sync`],
-/// the same thread of the next block and of the block half the grid away); then a
-/// phase in which every thread of the odd blocks drops out (`arrive_and_drop`) while
-/// the even blocks arrive whole; then `phases` phases of the even blocks alone, whose
-/// completions take the expected count from its word (a thread has dropped). Phase `p`
-/// writes buffer `p % 2` of `slots` (two words per thread); the barrier is built in
-/// `object` by thread 0 of the grid.
-fn whole_block_phases<S: PtxScope>(
+/// A `Barrier<S>` in global memory met by every block of a cooperative launch, of any
+/// block shape, in turn through [`WholeBlock`] (odd phases) and every thread's
+/// `arrive_and_wait` (even phases) — in the release build the PTX of
+/// `sync_device::warp_barrier_phase`: the block's first warp, a whole warp, or a lane
+/// alone where its warp is partial. `phases` phases with neighbour checks (as in
+/// [`conf_grid_sync`], the same thread of the next block and of the block half the grid
+/// away); then a phase in which every thread of the odd blocks drops out
+/// (`arrive_and_drop`) while the even blocks meet as before; then `phases` phases of
+/// the even blocks alone, whose completions take the expected count from its word (a
+/// thread has dropped). Phase `p` writes buffer `p % 2` of `slots` (two words per
+/// thread); the barrier is built in `object` by thread 0 of the grid.
+fn barrier_phases<S: PtxScope>(
     grid: &mut Grid,
     object: *mut PlainBarrier<S>,
     slots: *mut u32,
@@ -1558,7 +1560,11 @@ fn whole_block_phases<S: PtxScope>(
         let buffer = ((phase % 2) * size) as usize;
         // SAFETY: this thread's slot of the buffer.
         unsafe { slots.add(buffer + me as usize).write_volatile(phase) };
-        WholeBlock::block_arrive_and_wait(barrier);
+        if phase % 2 == 1 {
+            WholeBlock::block_arrive_and_wait(barrier);
+        } else {
+            Barrier::arrive_and_wait(barrier);
+        }
         for other in others {
             // SAFETY: a slot of the buffer; its phase-`p` write was ordered before
             // this read by the barrier, and its next write needs this thread's next
@@ -1588,27 +1594,27 @@ fn whole_block_phases<S: PtxScope>(
     }
 }
 
-/// [`whole_block_phases`] at device scope. Launched with `launch_grid`, parameters
+/// [`barrier_phases`] at device scope. Launched with `launch_grid`, parameters
 /// `(object, slots, phases, report)`.
 #[no_mangle]
-pub unsafe extern "gpu-kernel" fn conf_whole_block_device(
+pub unsafe extern "gpu-kernel" fn conf_barrier_phases_device(
     mut grid: Grid,
     object: *mut PlainBarrier<Device>,
     slots: *mut u32,
     phases: u32,
     report: *mut u32,
 ) {
-    whole_block_phases(&mut grid, object, slots, phases, Report(report));
+    barrier_phases(&mut grid, object, slots, phases, Report(report));
 }
 
-/// [`whole_block_phases`] at system scope (the barrier in device memory).
+/// [`barrier_phases`] at system scope (the barrier in device memory).
 #[no_mangle]
-pub unsafe extern "gpu-kernel" fn conf_whole_block_system(
+pub unsafe extern "gpu-kernel" fn conf_barrier_phases_system(
     mut grid: Grid,
     object: *mut PlainBarrier<System>,
     slots: *mut u32,
     phases: u32,
     report: *mut u32,
 ) {
-    whole_block_phases(&mut grid, object, slots, phases, Report(report));
+    barrier_phases(&mut grid, object, slots, phases, Report(report));
 }

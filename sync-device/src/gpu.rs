@@ -7,6 +7,8 @@ use sync_shared::{Backend, Combined, Ordering, Word};
 
 use crate::geometry::{global_thread_index, launch_id};
 use crate::ptx_atomics::PtxScope;
+#[cfg(not(debug_assertions))]
+use crate::warp_barrier_phase;
 use crate::{scope_check, warp};
 
 /// The device backend: inline-PTX scoped atomics; waits poll with `nanosleep` and a
@@ -205,6 +207,22 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
             },
             None => Combined::alone(n),
         }
+    }
+
+    /// The release build, at device and system scope: a whole warp's arrival and wait
+    /// in PTX (`warp_barrier_phase`). The checked build keeps the generic path, whose
+    /// broken preconditions print why.
+    #[inline(always)]
+    fn barrier_phase_together(state: &Word, expected: &Word) -> bool {
+        #[cfg(not(debug_assertions))]
+        if warp_barrier_phase::serves::<S>() {
+            // SAFETY: a served scope; the caller passes a barrier's words in the
+            // portable form without completion function (the trait's contract).
+            unsafe { warp_barrier_phase::warp_phase::<S>(state.as_ptr(), expected.as_ptr()) };
+            return true;
+        }
+        let _ = (state, expected);
+        false
     }
 
     #[inline(always)]

@@ -183,9 +183,9 @@ mod shared_barrier;
 #[cfg(target_arch = "nvptx64")]
 pub mod warp;
 #[cfg(target_arch = "nvptx64")]
-mod whole_block;
+mod warp_barrier_phase;
 #[cfg(target_arch = "nvptx64")]
-mod whole_block_arrival;
+mod whole_block;
 
 #[cfg(target_arch = "nvptx64")]
 pub use block_barrier::{sync_block, sync_block_any, BlockBarrier};

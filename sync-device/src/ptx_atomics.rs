@@ -22,7 +22,7 @@ use sync_shared::scope::{Block, Cluster, Device, Scope, System, Thread};
 use sync_shared::Ordering;
 
 /// The text of an acquire fence at scope `$q` (a string literal), for PTX written out
-/// whole (`grid_arrival`, `whole_block_arrival`): `fence.acquire` is sm_90 (PTX ISA
+/// whole (`grid_arrival`, `warp_barrier_phase`): `fence.acquire` is sm_90 (PTX ISA
 /// 8.6, an L1 invalidation there); before, the two-way fence, as
 /// [`PtxScope::fence`] falls back.
 #[cfg(target_feature = "sm_90")]

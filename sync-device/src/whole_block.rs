@@ -8,7 +8,7 @@ use crate::geometry::{block_size, is_block_leader};
 use crate::gpu::Gpu;
 use crate::ptx_atomics::PtxScope;
 #[cfg(not(debug_assertions))]
-use crate::whole_block_arrival;
+use crate::warp_barrier_phase;
 
 /// Operations that every thread of a block calls together, done as one arrival of the
 /// block's thread count by thread 0 between two hardware block barriers: one atomic per
@@ -26,15 +26,15 @@ impl<S: PtxScope, F: Completion> WholeBlock for Barrier<S, Gpu, F> {
     #[inline]
     fn block_arrive_and_wait(&self) {
         // The release build, at device and system scope without a completion function:
-        // the block's first warp, in PTX (`whole_block_arrival`). The checked build
+        // the block's first warp, in PTX (`warp_barrier_phase`). The checked build
         // keeps the Rust path below, whose broken preconditions print why.
         #[cfg(not(debug_assertions))]
-        if whole_block_arrival::serves::<S>() {
+        if warp_barrier_phase::serves::<S>() {
             if let Some((state, expected)) = self.portable_words() {
                 // SAFETY: a served scope; the barrier's own words in the portable form
                 // without completion; every thread of the block calls this together
                 // (the trait's contract).
-                unsafe { whole_block_arrival::block_phase::<S>(state.as_ptr(), expected.as_ptr()) };
+                unsafe { warp_barrier_phase::block_phase::<S>(state.as_ptr(), expected.as_ptr()) };
                 return;
             }
         }

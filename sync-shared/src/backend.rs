@@ -176,6 +176,19 @@ pub unsafe trait Backend<S: Scope>: 'static {
         Combined::alone(n)
     }
 
+    /// One `arrive_and_wait` of a [`Barrier`](crate::Barrier) in its portable form
+    /// without completion function (`state` and `expected` are its words, encoded as
+    /// [`barrier::encoding`](crate::barrier::encoding) says), done by the backend's own
+    /// instructions for a group of threads that arrive together (the GPU: a whole warp
+    /// on one barrier, in PTX). Returns `true` if it arrived and waited for the caller;
+    /// `false` (the default) leaves the caller to the generic arrival and wait. An
+    /// implementation follows the barrier's unchecked arrival step for step, and panics
+    /// (or traps) where that would.
+    #[inline(always)]
+    fn barrier_phase_together(_state: &Word, _expected: &Word) -> bool {
+        false
+    }
+
     /// Every member of `group` gets the value its leader passes (the other members'
     /// arguments are ignored), with the members' memory accesses ordered around it as by
     /// a barrier among them. Only called by every member of a group of more than one.

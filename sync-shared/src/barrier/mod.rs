@@ -462,6 +462,11 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     #[track_caller]
     pub fn arrive_and_wait(&self) {
         if !Self::HAS_HARDWARE {
+            if let Some((state, expected)) = self.portable_words() {
+                if B::barrier_phase_together(state, expected) {
+                    return;
+                }
+            }
             let token = self.arrive(1);
             self.wait(token);
         } else if F::IS_NONE && self.in_hardware_form() {
