@@ -461,17 +461,16 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     #[inline]
     #[track_caller]
     pub fn arrive_and_wait(&self) {
-        if !Self::HAS_HARDWARE {
-            if let Some((state, expected)) = self.portable_words() {
-                if B::barrier_phase_together(state, expected) {
-                    return;
-                }
-            }
-            let token = self.arrive(1);
-            self.wait(token);
-        } else if F::IS_NONE && self.in_hardware_form() {
+        if F::IS_NONE && self.in_hardware_form() {
             self.arrive_and_wait_in_hardware();
-        } else {
+            return;
+        }
+        if let Some((state, expected)) = self.portable_words() {
+            if B::barrier_phase_together(state, expected) {
+                return;
+            }
+        }
+        if Self::HAS_HARDWARE {
             // Out of line. The call stays in the caller's loop, on the branch the
             // hardware form never takes, and costs that loop all the same: ptxas puts
             // a `YIELD` at the head of a loop that contains a call and keeps the
@@ -479,6 +478,9 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             // phase 53 -> 86 ns on an H100; docs/measurements.md). Inlined, the
             // portable path's spin loops and branches cost more (93 ns).
             self.arrive_and_wait_outlined();
+        } else {
+            let token = self.arrive(1);
+            self.wait(token);
         }
     }
 
