@@ -782,6 +782,63 @@ fn device_and_system_barriers_met_by_blocks_and_warps_of_any_shape_with_drops() 
     }
 }
 
+/// `conf_latch_rounds_{block,device}` (see the kernels): rounds of latches counted
+/// down by every thread with `arrive_and_wait(n)`, whole warps as one and lanes alone.
+fn latch_rounds(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, rounds: u32) {
+    let kernel = gpu.kernel(&format!("conf_latch_rounds_{scope}")).unwrap();
+    let threads = (blocks * block.count().unwrap()) as usize;
+    let latches = gpu.zeros::<u8>(OBJECT_BYTES).unwrap();
+    let slots = gpu.zeros::<u32>(2 * threads).unwrap();
+    let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+    // SAFETY: (Grid, [latches,] u32 pointer, u32, u32 pointer) is the kernel's
+    // signature; `latches` holds three latches, `slots` two words per thread; the
+    // buffers outlive the launch.
+    unsafe {
+        kernel.launch_grid(blocks, block, |args| {
+            if scope == "device" {
+                args.arg(&latches);
+            }
+            args.arg(&slots).arg(&rounds).arg(&report);
+        })
+    }
+    .unwrap();
+    let report = gpu.download(&report).unwrap();
+    assert_eq!(
+        report[0], 0,
+        "{scope}, {blocks} blocks × {block:?}: {} failed checks (first at kernels/src/conformance.rs:{})",
+        report[0], report[2]
+    );
+    let last = if rounds % 2 == 0 {
+        &gpu.download(&slots).unwrap()[..threads]
+    } else {
+        &gpu.download(&slots).unwrap()[threads..]
+    };
+    assert!(
+        last.iter().all(|&slot| slot == rounds),
+        "{scope}, {blocks} blocks × {block:?}: every thread ran every round"
+    );
+}
+
+#[test]
+fn latches_counted_down_by_warps_and_lanes_of_any_shape() {
+    let Some(gpu) = runtime() else { return };
+    let sms = gpu.sm_count().unwrap();
+    // Whole warps count down as one where their lanes' counts agree (even warps), lanes
+    // alone where they differ (odd warps) or where the warp is partial.
+    let shapes: [Dim3; 6] = [
+        Dim3::x(1),
+        Dim3::x(20),
+        Dim3::x(48),
+        Dim3::x(128),
+        Dim3::x(1024),
+        Dim3::new(5, 7, 3),
+    ];
+    for block in shapes {
+        latch_rounds(&gpu, "block", sms, block, stress_phases(1_000));
+        latch_rounds(&gpu, "device", sms, block, stress_phases(1_000));
+    }
+}
+
 #[test]
 fn grid_launch_refuses_one_block_more_than_can_be_coresident() {
     let Some(gpu) = runtime() else { return };

@@ -498,6 +498,7 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         "shfl.sync.idx.b32 before, before, 0, 31, -1;",
         "bra.uni POLL;",
         "@waiting bra POLL;",
+        "bar.warp.sync -1;",
         "fence.acquire.gpu;",
     ] {
         assert!(
@@ -509,6 +510,34 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         assert!(
             !body.contains(unwanted),
             "cost_device_barrier_all: `{unwanted}`"
+        );
+    }
+    // `Latch::arrive_and_wait` (`sync_device::warp_latch_phase`): a whole warp on one
+    // latch with one count counts down as one, lanes alone otherwise; no call into the
+    // latch.
+    for (kernel, scope) in [("cost_block_latch", "cta"), ("cost_device_latch", "gpu")] {
+        let body = entries[kernel];
+        for wanted in [
+            format!("@first_lane atom.release.{scope}.add.u32"),
+            format!("ld.relaxed.{scope}.u32 seen,"),
+            "vote.sync.all.pred together, together, -1;".to_owned(),
+            "bra.uni WARP_APART;".to_owned(),
+            "bar.warp.sync -1;".to_owned(),
+            "@waiting bra.uni POLL;".to_owned(),
+            "@waiting bra POLL;".to_owned(),
+        ] {
+            assert!(body.contains(&wanted), "{kernel}: no `{wanted}`");
+        }
+        for unwanted in [".cas.", "match.any"] {
+            assert!(!body.contains(unwanted), "{kernel}: `{unwanted}`");
+        }
+        // (The block latches' construction may call the message formatting of its
+        // panic, before the loop.)
+        assert!(
+            !body
+                .lines()
+                .any(|line| line.trim_start().starts_with("call") && line.contains("5latch")),
+            "{kernel}: a call into the latch"
         );
     }
     let body = entries["cost_generic_block_barrier"];

@@ -1618,3 +1618,110 @@ pub unsafe extern "gpu-kernel" fn conf_barrier_phases_system(
 ) {
     barrier_phases(&mut grid, object, slots, phases, Report(report));
 }
+
+/// What thread `thread` of a block counts down by in [`latch_rounds_checked`]: 1 in
+/// even warps (a whole warp counts down as one), 1 + lane % 3 in odd warps (the lanes'
+/// counts differ, so each counts down alone).
+fn latch_share(thread: u32) -> u32 {
+    if (thread / 32) % 2 == 0 {
+        1
+    } else {
+        1 + thread % 32 % 3
+    }
+}
+
+/// `rounds` rounds of `Latch::arrive_and_wait(n)` by every thread of a team (`me` of
+/// `size`, the team's first thread `first` in `slots`), a fresh latch per round
+/// (three in rotation, the next one rebuilt by the team's thread 0 as in the cost
+/// kernels), with [`latch_share`]'s `n` — in the release build the PTX of
+/// `sync_device::warp_latch_phase`: a whole warp as one, or lanes alone (differing
+/// counts, partial warps). Round `r` writes `r` to the thread's slot of buffer `r % 2`
+/// (`slots` holds two buffers of `stride` words) and afterwards checks the slots of
+/// two other members.
+#[allow(clippy::too_many_arguments)]
+fn latch_rounds_checked<S: PtxScope>(
+    latches: *mut [Latch<S, Gpu>; 3],
+    (me, size, first): (u32, u32, u32),
+    total: u32,
+    slots: *mut u32,
+    stride: u32,
+    rounds: u32,
+    report: Report,
+) {
+    let n = latch_share(thread_in_block());
+    let others = [(me + 1) % size, (me + size / 2 + 1) % size];
+    for round in 1..=rounds {
+        let buffer = (round % 2) * stride + first;
+        if me == 0 {
+            // SAFETY: nobody uses the next latch until this thread's count-down in
+            // this round (release) has been seen, and nobody uses it since round − 2.
+            unsafe { (*latches)[(round as usize + 1) % 3] = Latch::new(total) };
+        }
+        // SAFETY: this thread's slot of the buffer.
+        unsafe { slots.add((buffer + me) as usize).write_volatile(round) };
+        // SAFETY: a live latch of the rotation.
+        unsafe { (*latches)[round as usize % 3].arrive_and_wait(n) };
+        for other in others {
+            // SAFETY: a slot of the buffer, written before its thread's count-down;
+            // its next write needs this thread's next count-down.
+            let seen = unsafe { slots.add((buffer + other) as usize).read_volatile() };
+            check!(report, seen == round);
+        }
+    }
+}
+
+/// [`latch_rounds_checked`] per block, the latches in shared memory: parameters
+/// `(slots, rounds, report)`, `slots` two words per thread of the launch.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_latch_rounds_block(
+    mut grid: Grid,
+    slots: *mut u32,
+    rounds: u32,
+    report: *mut u32,
+) {
+    let threads = block_size();
+    let total = (0..threads).map(latch_share).sum();
+    let slot = shared!(CONF_LATCH_ROUNDS: [Latch<Block, Gpu>; 3]);
+    // SAFETY: every thread of the block runs this once.
+    unsafe { slot.init_block([Latch::new(total), Latch::new(total), Latch::new(total)]) };
+    let team = (thread_in_block(), threads, block_index() * threads);
+    let stride = grid.size();
+    latch_rounds_checked(
+        slot.as_ptr(),
+        team,
+        total,
+        slots,
+        stride,
+        rounds,
+        Report(report),
+    );
+}
+
+/// [`latch_rounds_checked`] across the grid, the latches in global memory (`latches`,
+/// three zeroed latches' bytes): parameters `(latches, slots, rounds, report)`.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_latch_rounds_device(
+    mut grid: Grid,
+    latches: *mut [Latch<Device, Gpu>; 3],
+    slots: *mut u32,
+    rounds: u32,
+    report: *mut u32,
+) {
+    let (me, size) = (grid.thread_rank(), grid.size());
+    let total = (0..block_size()).map(latch_share).sum::<u32>() * block_count();
+    if me == 0 {
+        // SAFETY: one thread builds the latches before anyone uses them (the grid
+        // barrier below).
+        unsafe { latches.write([Latch::new(total), Latch::new(total), Latch::new(total)]) };
+    }
+    grid.sync();
+    latch_rounds_checked(
+        latches,
+        (me, size, 0),
+        total,
+        slots,
+        size,
+        rounds,
+        Report(report),
+    );
+}

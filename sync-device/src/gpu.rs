@@ -7,9 +7,9 @@ use sync_shared::{Backend, Combined, Ordering, Word};
 
 use crate::geometry::{global_thread_index, launch_id};
 use crate::ptx_atomics::PtxScope;
-#[cfg(not(debug_assertions))]
-use crate::warp_barrier_phase;
 use crate::{scope_check, warp};
+#[cfg(not(debug_assertions))]
+use crate::{warp_barrier_phase, warp_latch_phase};
 
 /// The device backend: inline-PTX scoped atomics; waits poll with `nanosleep` and a
 /// capped exponential backoff (a device thread has no operating system to park in, and
@@ -222,6 +222,21 @@ unsafe impl<S: PtxScope> Backend<S> for Gpu {
             return true;
         }
         let _ = (state, expected);
+        false
+    }
+
+    /// The release build, at block, device and system scope: a whole warp's
+    /// count-down and wait in PTX (`warp_latch_phase`). The checked build keeps the
+    /// generic path, whose broken preconditions print why.
+    #[inline(always)]
+    fn latch_phase_together(state: &Word, n: u32) -> bool {
+        #[cfg(not(debug_assertions))]
+        if warp_latch_phase::serves::<S>() {
+            // SAFETY: a served scope; the caller passes a latch's word.
+            unsafe { warp_latch_phase::latch_phase::<S>(state.as_ptr(), n) };
+            return true;
+        }
+        let _ = (state, n);
         false
     }
 

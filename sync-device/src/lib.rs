@@ -185,6 +185,8 @@ pub mod warp;
 #[cfg(target_arch = "nvptx64")]
 mod warp_barrier_phase;
 #[cfg(target_arch = "nvptx64")]
+mod warp_latch_phase;
+#[cfg(target_arch = "nvptx64")]
 mod whole_block;
 
 #[cfg(target_arch = "nvptx64")]

@@ -90,6 +90,31 @@ macro_rules! leader {
     };
 }
 
+/// Declares `together` and jumps to `WARP_APART` unless all 32 lanes of the warp run
+/// this together with the same value in each of the operands (texts) given. The
+/// branches are uniform: `activemask` is the same in every lane that runs it.
+macro_rules! warp_together {
+    ($($operand:literal),+) => {
+        concat!(
+            ".reg .pred together;\n",
+            ".reg .b32 active, lane_0s;\n",
+            "activemask.b32 active;\n",
+            "setp.eq.u32 together, active, -1;\n",
+            "@!together bra.uni WARP_APART;\n",
+            $(
+                "shfl.sync.idx.b32 lane_0s, ",
+                $operand,
+                ", 0, 31, -1;\n",
+                "setp.eq.and.u32 together, lane_0s, ",
+                $operand,
+                ", together;\n",
+            )+
+            "vote.sync.all.pred together, together, -1;\n",
+            "@!together bra.uni WARP_APART;\n",
+        )
+    };
+}
+
 /// The poll at scope `$q`, by lane 0's load for a warp (`$who`), until the state
 /// word's parity differs from the one in `before`.
 macro_rules! parity_poll {
@@ -297,6 +322,8 @@ macro_rules! block_phase_at {
 block_phase_at!(block_phase_gpu, "gpu");
 block_phase_at!(block_phase_sys, "sys");
 
+pub(crate) use {branch, leader, share, warp_together};
+
 /// One function per scope qualifier, as [`block_phase_at`].
 macro_rules! warp_phase_at {
     ($name:ident, $q:literal) => {
@@ -315,22 +342,10 @@ macro_rules! warp_phase_at {
             unsafe {
                 asm!(
                     "{{",
-                    ".reg .pred first_lane, together;",
-                    ".reg .b32 active, lane_0s;",
+                    ".reg .pred first_lane;",
                     "setp.ne.u32 first_lane, {first_lane}, 0;",
-                    // The lanes running this together: all 32, or each lane alone.
-                    // (`activemask` is the same in every lane that runs it, so the
-                    // branch is uniform.)
-                    "activemask.b32 active;",
-                    "setp.eq.u32 together, active, -1;",
-                    "@!together bra.uni WARP_APART;",
-                    // On one barrier: every lane's address is lane 0's.
-                    "shfl.sync.idx.b32 lane_0s, {address_low}, 0, 31, -1;",
-                    "setp.eq.u32 together, lane_0s, {address_low};",
-                    "shfl.sync.idx.b32 lane_0s, {address_high}, 0, 31, -1;",
-                    "setp.eq.and.u32 together, lane_0s, {address_high}, together;",
-                    "vote.sync.all.pred together, together, -1;",
-                    "@!together bra.uni WARP_APART;",
+                    // All 32 lanes on one barrier, or each lane alone.
+                    warp_together!("{address_low}", "{address_high}"),
                     // The warp barriers order every lane's accesses before lane 0's
                     // release add, and lane 0's acquiring poll before every lane's
                     // later accesses (shuffles do not order memory).

@@ -189,6 +189,18 @@ pub unsafe trait Backend<S: Scope>: 'static {
         false
     }
 
+    /// One `arrive_and_wait(n)` of a [`Latch`](crate::Latch) whose word is `state`
+    /// ([`latch::COUNT`](crate::latch::COUNT) holds the counter), done by the
+    /// backend's own instructions for threads that arrive together (the GPU: a whole
+    /// warp on one latch with one `n`, in PTX). `true` if it counted down and waited;
+    /// `false` (the default) leaves the caller to the generic count-down and wait. Only
+    /// called where [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS) holds: a
+    /// count-down past zero panics (traps) after the word changed.
+    #[inline(always)]
+    fn latch_phase_together(_state: &Word, _n: u32) -> bool {
+        false
+    }
+
     /// Every member of `group` gets the value its leader passes (the other members'
     /// arguments are ignored), with the members' memory accesses ordered around it as by
     /// a barrier among them. Only called by every member of a group of more than one.

@@ -29,8 +29,10 @@ use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
 
 /// At least one thread may be parked on the word.
 const SLEEPERS: u32 = 1 << 31;
-/// The counter.
-const COUNT: u32 = SLEEPERS - 1;
+/// The counter. (Public only for a backend that writes a count-down in its own
+/// instructions, `Backend::latch_phase_together`; not a stable interface.)
+#[doc(hidden)]
+pub const COUNT: u32 = SLEEPERS - 1;
 
 /// A single-use barrier: threads count it down, and waits return once it reaches zero.
 ///
@@ -210,6 +212,9 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     pub fn arrive_and_wait(&self, n: u32) {
         const OPERATION: &str = "Latch::arrive_and_wait";
         if B::UNCHECKED_FAST_PATHS {
+            if B::latch_phase_together(&self.state, n) {
+                return;
+            }
             self.count_down_unchecked(OPERATION, n);
         } else if let Err(error) = self.count_down_as(OPERATION, n) {
             violated(error)
