@@ -1653,9 +1653,16 @@ fn latch_rounds_checked<S: PtxScope>(
     for round in 1..=rounds {
         let buffer = (round % 2) * stride + first;
         if me == 0 {
-            // SAFETY: nobody uses the next latch until this thread's count-down in
-            // this round (release) has been seen, and nobody uses it since round − 2.
-            unsafe { (*latches)[(round as usize + 1) % 3] = Latch::new(total) };
+            // Rebuilds the next latch: its one word back to `total`, by an atomic
+            // exchange (racecheck's process dies on a plain or relaxed store to shared
+            // memory that other threads load; docs/sanitizers.md).
+            const _: () = assert!(core::mem::size_of::<Latch<Block, Gpu>>() == 4);
+            // SAFETY: a latch is its state word; nobody uses the next latch until this
+            // thread's count-down in this round (release) has been seen, and nobody
+            // uses it since round − 2.
+            let word =
+                unsafe { Word::from_ptr((&raw mut (*latches)[(round as usize + 1) % 3]).cast()) };
+            <Gpu as Backend<S>>::swap(word, total, Ordering::Relaxed);
         }
         // SAFETY: this thread's slot of the buffer.
         unsafe { slots.add((buffer + me) as usize).write_volatile(round) };
