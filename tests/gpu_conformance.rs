@@ -12,6 +12,7 @@
 mod common;
 
 use harness::Gpu;
+use scoped_sync::cuda::cudarc::driver::CudaSlice;
 use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernelArg};
 use scoped_sync::layout::grid;
 
@@ -603,18 +604,24 @@ fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
             )
         }
         .unwrap_or_else(|error| panic!("cluster size {size}: launch failed: {error}"));
-        let report = gpu.download(&report).unwrap();
-        assert_eq!(
-            report[0], 0,
-            "cluster size {size}: {} failed checks (first at kernels/src/conformance.rs:{})",
-            report[0], report[2]
-        );
+        assert_no_failed_checks(&gpu, &report, &format!("cluster size {size}"));
         assert_eq!(
             gpu.download(&counters).unwrap(),
             vec![(phases + 1) / 3; clusters as usize],
             "cluster size {size}: completions per cluster"
         );
     }
+}
+
+/// Fails if the kernel that wrote `report` counted a failed check, naming `what` and
+/// the kernel line of the first.
+fn assert_no_failed_checks(gpu: &Gpu, report: &CudaSlice<u32>, what: &str) {
+    let report = gpu.download(report).unwrap();
+    assert_eq!(
+        report[0], 0,
+        "{what}: {} failed checks (first at kernels/src/conformance.rs:{})",
+        report[0], report[2]
+    );
 }
 
 /// Runs `conf_grid_sync` for `phases` phases on `blocks` blocks of `block` threads and
@@ -633,12 +640,7 @@ fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: impl Into<Dim3>, phases: u32)
         })
     }
     .unwrap();
-    let report = gpu.download(&report).unwrap();
-    assert_eq!(
-        report[0], 0,
-        "{blocks} blocks × {block:?}: {} failed checks (first at kernels/src/conformance.rs:{})",
-        report[0], report[2]
-    );
+    assert_no_failed_checks(gpu, &report, &format!("{blocks} blocks × {block:?}"));
     let slots = gpu.download(&slots).unwrap();
     let (last, before) = if phases % 2 == 0 {
         (&slots[..threads], &slots[threads..])
@@ -736,11 +738,10 @@ fn barrier_phases(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, phases: u32)
         })
     }
     .unwrap();
-    let report = gpu.download(&report).unwrap();
-    assert_eq!(
-        report[0], 0,
-        "{scope}, {blocks} blocks × {block:?}: {} failed checks (first at kernels/src/conformance.rs:{})",
-        report[0], report[2]
+    assert_no_failed_checks(
+        gpu,
+        &report,
+        &format!("{scope}, {blocks} blocks × {block:?}"),
     );
     // The even blocks' last phase, 2 × phases + 1, is odd: buffer 1.
     let per_block = block.count().unwrap() as usize;
@@ -802,11 +803,10 @@ fn latch_rounds(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, rounds: u32) {
         })
     }
     .unwrap();
-    let report = gpu.download(&report).unwrap();
-    assert_eq!(
-        report[0], 0,
-        "{scope}, {blocks} blocks × {block:?}: {} failed checks (first at kernels/src/conformance.rs:{})",
-        report[0], report[2]
+    assert_no_failed_checks(
+        gpu,
+        &report,
+        &format!("{scope}, {blocks} blocks × {block:?}"),
     );
     let last = if rounds % 2 == 0 {
         &gpu.download(&slots).unwrap()[..threads]

@@ -5,6 +5,10 @@
 //! One word: a "sleepers" bit and the counter. `count_down` is a compare-and-swap, so a
 //! decrement beyond the counter is refused before the word changes. The decrement that
 //! reaches zero also clears the sleepers bit and, if it was set, wakes every sleeper.
+//! On backends with unchecked fast paths `count_down` is one `fetch_sub`, checked after
+//! the word changed, and a backend may run a whole `arrive_and_wait` in its own
+//! instructions ([`Backend::latch_phase_together`]: on the GPU, a whole warp's count-down
+//! as one, in PTX).
 //!
 //! # Memory ordering
 //!

@@ -35,6 +35,10 @@
 //! write, which releases the waiters. Arrivals that a backend can combine (a GPU warp's
 //! lanes arriving together) take their total in one add.
 //!
+//! A backend may run a whole `arrive_and_wait` of this protocol in its own instructions
+//! ([`Backend::barrier_phase_together`]: on the GPU, a whole warp's arrival as one, and
+//! a block's for `WholeBlock`, in PTX); it follows the unchecked arrival step for step.
+//!
 //! The checked forms (the host's `arrive`, every `try_` form) take arrivals with a
 //! compare-and-swap that checks the count first (against `e` less the early arrivals
 //! while a reopening is pending), and wait only while a completion function runs, in
