@@ -91,8 +91,9 @@ pub use hardware::{HardwareBarrier, NoHardwareBarrier};
 use encoding::{COUNT, DROPPED, EXPECTED, HARDWARE, OPEN, PARITY, SLEEPERS, UNIT};
 
 /// The portable form's two words, bit by bit (see the module documentation). Public
-/// only for a backend that writes an arrival in its own instructions (the GPU's
-/// `WholeBlock`, in PTX); not a stable interface.
+/// only for a backend that writes an arrival in its own instructions
+/// ([`Backend::barrier_phase_together`], the GPU's `WholeBlock`); not a stable
+/// interface.
 #[doc(hidden)]
 pub mod encoding {
     /// State word: parity of the current phase; the carry out of the count flips it.
