@@ -2,7 +2,7 @@
 //! `Cluster`, `Device`, `System`) with the object in shared and in global memory, and
 //! the hardware barriers (`SharedBarrier`, `BlockBarrier`, `ClusterBarrier` with
 //! cluster sizes 2, 4 and 8, `Grid` at maximum occupancy). The kernels and what each
-//! checks are in `kernels/src/conformance.rs`; they count failed checks and timed-out
+//! checks are in `kernels/src/conformance/`; they count failed checks and timed-out
 //! waits in a report that the tests here assert is zero, naming the configuration and
 //! the kernel source line of the first failure.
 //!
@@ -17,7 +17,7 @@ use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernel
 use scoped_sync::layout::grid;
 
 /// Bytes of `objects` per team, words of `counters` per team, and words of `report`:
-/// the same constants as in `kernels/src/conformance.rs`.
+/// the same constants as in `kernels/src/conformance/mod.rs`.
 const OBJECT_BYTES: usize = 64;
 const COUNTER_WORDS: usize = 4;
 const REPORT_WORDS: usize = 6;
@@ -125,9 +125,9 @@ impl Outcome {
         let (errors, timeouts) = (self.report[0], self.report[1]);
         (errors != 0 || timeouts != 0).then(|| {
             format!(
-                "{errors} failed checks (first at kernels/src/conformance.rs:{}), \
-                 {timeouts} timed-out waits (first at line {})",
-                self.report[2], self.report[3]
+                "{errors} failed checks (first at {}), {timeouts} timed-out waits (first at {})",
+                source_position(self.report[2]),
+                source_position(self.report[3])
             )
         })
     }
@@ -613,14 +613,38 @@ fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
     }
 }
 
+/// The kernels' files, in the order of their `SOURCE` numbers.
+const SOURCES: [&str; 5] = [
+    "mod.rs",
+    "barrier.rs",
+    "hardware.rs",
+    "latch.rs",
+    "semaphore.rs",
+];
+/// Lines per file in a recorded position (`LINES_PER_SOURCE` in the kernels).
+const LINES_PER_SOURCE: u32 = 10_000;
+
+/// Where a recorded position is: `kernels/src/conformance/FILE:LINE`.
+fn source_position(position: u32) -> String {
+    let file = SOURCES
+        .get((position / LINES_PER_SOURCE) as usize)
+        .unwrap_or(&"?");
+    format!(
+        "kernels/src/conformance/{file}:{}",
+        position % LINES_PER_SOURCE
+    )
+}
+
 /// Fails if the kernel that wrote `report` counted a failed check, naming `what` and
 /// the kernel line of the first.
 fn assert_no_failed_checks(gpu: &Gpu, report: &CudaSlice<u32>, what: &str) {
     let report = gpu.download(report).unwrap();
     assert_eq!(
-        report[0], 0,
-        "{what}: {} failed checks (first at kernels/src/conformance.rs:{})",
-        report[0], report[2]
+        report[0],
+        0,
+        "{what}: {} failed checks (first at {})",
+        report[0],
+        source_position(report[2])
     );
 }
 
