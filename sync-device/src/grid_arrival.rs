@@ -55,10 +55,7 @@ use sync_shared::layout::grid::{group_release_line, GRID_LINE_WORDS};
 
 use crate::geometry::{block_size, thread_in_block};
 use crate::ptx_atomics::acquire_fence_text;
-use crate::warp::lane;
-
-/// Lanes of a warp.
-const WARP_LANES: u32 = 32;
+use crate::warp::{lane, WARP_LANES};
 
 /// Bytes from one group's release word to the next.
 const RELEASE_STRIDE: usize =

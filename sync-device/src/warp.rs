@@ -6,6 +6,9 @@
 
 use core::arch::asm;
 
+/// Lanes of a warp.
+pub(crate) const WARP_LANES: u32 = 32;
+
 /// The calling thread's lane in its warp (0..32).
 #[inline(always)]
 pub fn lane() -> u32 {

@@ -45,10 +45,7 @@ use sync_shared::{Device, Scope, System};
 
 use crate::geometry::{block_size, thread_in_block};
 use crate::ptx_atomics::acquire_fence_text;
-use crate::warp::lane;
-
-/// Lanes of a warp.
-const WARP_LANES: u32 = 32;
+use crate::warp::{lane, WARP_LANES};
 
 /// `$reg` takes lane 0's value in every lane of the member mask `$who`; a lane alone
 /// (`alone`) keeps its own.

@@ -21,11 +21,8 @@ use sync_shared::latch::COUNT;
 use sync_shared::{Block, Device, Scope, System};
 
 use crate::ptx_atomics::acquire_fence_text;
-use crate::warp::lane;
+use crate::warp::{lane, WARP_LANES};
 use crate::warp_barrier_phase::{branch, leader, share, warp_together};
-
-/// Lanes of a warp.
-const WARP_LANES: u32 = 32;
 
 /// One count-down of `$take` (text: an operand; `$minus` its negation) and the wait
 /// for zero, as one `{ }` scope of PTX text at scope `$q`: by a warp whose lane 0
