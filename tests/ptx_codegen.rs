@@ -408,42 +408,33 @@ fn the_sm80_module_holds_no_sm90_instruction_and_assembles() {
 }
 
 /// The generic barrier's fast paths, as the cost kernels use them: at device scope an
-/// arrival is one release add (no compare-and-swap loop) and the expected count is
-/// read through the SM's cache, by a lone arriving thread (a block's leader) right
-/// after its add, before anything waits for the add's reply. A `Block`-scope barrier in
-/// shared memory is placed into the `mbarrier` where `init_block` writes it
-/// (`mbarrier.init`), and each phase tells its form by the address-space test alone
-/// (`isspacep`, no load of a marker), then takes, inline, the arrival without a count
-/// operand and the wait; its checks trap in place (no call of the panic path: a call in
-/// the caller's loop costs it a `YIELD`), and the portable path is out of line
-/// (docs/measurements.md). `WholeBlock` at device scope is the block's first warp in
-/// PTX, and every thread's `arrive_and_wait` a whole warp's or a lane's alone
-/// (`sync_device::warp_barrier_phase`).
+/// arrival is one release add (no compare-and-swap loop), and only a phase's last (or
+/// early) arrival reads the expected count, after its acquire fence. A `Block`-scope
+/// barrier in shared memory is placed into the `mbarrier` where `init_block` writes it
+/// (`mbarrier.init`); since `init_block` tells the compiler the barrier lies in shared
+/// memory, the loop of phases holds the arrival without a count operand and the wait,
+/// and nothing else: no address-space test, no token check (the hardware faults on an
+/// unplaced barrier), no portable path, no call (docs/measurements.md). `WholeBlock` at
+/// device scope is the block's first warp in PTX, and every thread's `arrive_and_wait`
+/// a whole warp's or a lane's alone (`sync_device::warp_barrier_phase`).
 #[test]
 fn the_generic_barrier_compiles_to_its_fast_paths() {
     let Some(ptx) = ptx() else { return };
     let entries = entries(ptx);
     for kernel in ["cost_device_barrier_all", "cost_device_barrier_block"] {
         let body = entries[kernel];
-        for wanted in ["atom.release.gpu.add.u32", "ld.relaxed.cta.u32"] {
-            assert!(body.contains(wanted), "{kernel}: no {wanted}");
-        }
+        assert!(
+            body.contains("@first_lane atom.release.gpu.add.u32"),
+            "{kernel}: no release add by lane 0"
+        );
         assert!(!body.contains(".cas."), "{kernel}: a compare-and-swap");
+        // The expected word: read after the acquire fence, from the L2, by the last
+        // (or an early) arrival; not beside every arrival.
+        assert!(
+            body.contains("ld.relaxed.gpu.u32 word,") && !body.contains("ld.relaxed.cta.u32"),
+            "{kernel}: the expected word is not read where only the last arrival needs it"
+        );
     }
-    let instructions: Vec<&str> = entries["cost_device_barrier_block"]
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with("//"))
-        .collect();
-    let add = instructions
-        .iter()
-        .position(|line| line.starts_with("@first_lane atom.release.gpu.add.u32"))
-        .expect("cost_device_barrier_block: no arrival by lane 0");
-    assert!(
-        instructions[add + 1].starts_with("@first_lane ld.relaxed.cta.u32"),
-        "cost_device_barrier_block: the leader's read of the expected count does not follow its add: {:?}",
-        &instructions[add..add + 3]
-    );
     // `WholeBlock` in the release build is the first warp's PTX
     // (`sync_device::warp_barrier_phase`), as `Grid::sync` is: uniform branches, the
     // reply and the poll through shuffles with a constant member mask, relaxed polls
@@ -492,7 +483,7 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
     let body = entries["cost_device_barrier_all"];
     for wanted in [
         "activemask.b32 active;",
-        "vote.sync.all.pred together, together, -1;",
+        "match.all.sync.b64 lanes|together,",
         "bra.uni WARP_APART;",
         "@first_lane atom.release.gpu.add.u32",
         "shfl.sync.idx.b32 before, before, 0, 31, -1;",
@@ -520,7 +511,8 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         for wanted in [
             format!("@first_lane atom.release.{scope}.add.u32"),
             format!("ld.relaxed.{scope}.u32 seen,"),
-            "vote.sync.all.pred together, together, -1;".to_owned(),
+            "match.all.sync.b64 lanes|together,".to_owned(),
+            "match.all.sync.b32 lanes|same,".to_owned(),
             "bra.uni WARP_APART;".to_owned(),
             "bar.warp.sync -1;".to_owned(),
             "@waiting bra.uni POLL;".to_owned(),
@@ -542,11 +534,8 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
     }
     let body = entries["cost_generic_block_barrier"];
     for wanted in [
-        "isspacep.shared",
         "mbarrier.init.shared::cta.b64",
         "mbarrier.try_wait.shared::cta.b64",
-        "trap;",
-        "arrive_and_wait_outlined",
     ] {
         assert!(
             body.contains(wanted),
@@ -567,12 +556,33 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         "mbarrier.pending_count",
         "shfl.sync",
         "match.any",
+        "arrive_and_wait_outlined",
     ] {
         assert!(
             !body.contains(unwanted),
             "cost_generic_block_barrier: {unwanted} inline"
         );
     }
+    // The loop of phases: an arrival, then the wait's test, branching back to itself
+    // (and to nothing else) until the phase completes: no compare of the arrival's
+    // state in between.
+    let phase: Vec<&str> = body
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("//") && !line.ends_with(':'))
+        .skip_while(|line| !line.starts_with("mbarrier.arrive.shared::cta.b64"))
+        .take(4)
+        .collect();
+    assert!(
+        phase.len() == 4
+            && phase[1].contains("mbarrier.try_wait.shared::cta.b64")
+            && phase[3].starts_with('@')
+            && phase[3].contains(" bra")
+            && !phase
+                .iter()
+                .any(|line| line.contains("setp.gt.u64") || line.contains("trap")),
+        "cost_generic_block_barrier: the phase is not the arrival and the wait alone: {phase:?}"
+    );
 }
 
 /// `Grid::sync` holds both of its forms inline (a call in the caller's loop cost the

@@ -191,7 +191,10 @@ pub unsafe extern "gpu-kernel" fn check_block_scope_one_block(
 }
 
 /// A `Barrier<Block>` written into block-shared memory directly, never placed
-/// (`Barrier::init_in_place`): the first arrival's token check traps, in both builds.
+/// (`Barrier::init_in_place`): the checked build traps on the marker before the first
+/// arrival; in the release build `arrive_and_wait` leaves it to the hardware, whose
+/// first `mbarrier` instruction on the unplaced bytes ends the kernel
+/// (`HardwareBarrier::FAULTS_ON_UNPLACED`), and this case checks that it does.
 ///
 /// # Safety
 ///

@@ -117,6 +117,13 @@ impl<T> SharedSlot<T> {
             unsafe { T::placed(self.address) };
         }
         sync_block();
+        // Tells the compiler what the slot's contract says, so that the address-space
+        // tests of the caller's later operations on the object fold away: a
+        // `Barrier<Block>` placed here loses the portable path beside its hardware
+        // one (libcu++ gets the same from a `__shared__` variable's known address
+        // space). An H200's 128-thread block phase: 85.5 → 38.6 ns.
+        // SAFETY: the slot lies in block-shared memory (its contract).
+        unsafe { core::hint::assert_unchecked(is_shared(self.address)) };
         // SAFETY: thread 0 initialized the variable, and the block barrier ordered that
         // before this read; the variable lives as long as the block.
         unsafe { &*self.address }

@@ -142,6 +142,11 @@ pub fn group_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
         // the shuffles and votes below would only delay its atomic.
         return Some((active, n, 0));
     }
+    if active == u32::MAX {
+        if let Some(whole) = whole_warp_counts(object, n) {
+            return Some(whole);
+        }
+    }
     let group = lanes_with_same(active, object as u64);
     let size = group.count_ones();
     let below = group & lanes_below();
@@ -170,4 +175,52 @@ pub fn group_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
     }
     sync(group);
     Some((group, total, before))
+}
+
+/// [`group_counts`] for the common case, all 32 lanes on one `object` with one `n`:
+/// `None` if they are not (or if the total would not fit in 32 bits). Its shuffles,
+/// votes and warp barrier name the whole warp in the instruction: with a member mask
+/// in a register (as [`group_counts`] passes the active lanes) ptxas checks the mask
+/// against the converged lanes at each one (`MATCH.ANY`, `REDUX`, a divergence branch;
+/// sm_90 SASS), which cost a 1024-thread block's phase of a `Barrier<Block>` with a
+/// completion function more than the barrier itself.
+///
+/// # Safety (of the call)
+///
+/// All 32 lanes of the warp run it together (`activemask` said so).
+#[inline(always)]
+fn whole_warp_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
+    let key = object as u64;
+    let together: u32;
+    // SAFETY: warp-synchronous exchanges among all 32 lanes, which run this together;
+    // no memory is touched.
+    unsafe {
+        asm!(
+            "{{",
+            ".reg .pred same;",
+            ".reg .b32 theirs;",
+            "shfl.sync.idx.b32 theirs, {low}, 0, 31, -1;",
+            "setp.eq.u32 same, theirs, {low};",
+            "shfl.sync.idx.b32 theirs, {high}, 0, 31, -1;",
+            "setp.eq.and.u32 same, theirs, {high}, same;",
+            "shfl.sync.idx.b32 theirs, {n}, 0, 31, -1;",
+            "setp.eq.and.u32 same, theirs, {n}, same;",
+            "vote.sync.all.pred same, same, -1;",
+            "selp.u32 {together}, 1, 0, same;",
+            "}}",
+            low = in(reg32) key as u32,
+            high = in(reg32) (key >> 32) as u32,
+            n = in(reg32) n,
+            together = out(reg32) together,
+            options(nomem, nostack),
+        )
+    };
+    if together == 0 {
+        return None;
+    }
+    let total = n.checked_mul(WARP_LANES)?;
+    // SAFETY: a barrier of the whole warp, which runs this together; it orders the
+    // lanes' memory accesses before whatever the leader does next.
+    unsafe { asm!("bar.warp.sync -1;", options(nostack)) };
+    Some((u32::MAX, total, n * lane()))
 }

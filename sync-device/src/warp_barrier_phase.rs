@@ -7,10 +7,10 @@
 //!
 //! The same shape as [`Grid::sync`](crate::Grid)'s phase (`grid_arrival`, whose module
 //! documentation says why it is one `asm` block with `bra.uni` branches), on the
-//! barrier's own words: lane 0 adds the arrivals to the state word (release) and reads
-//! the expected word behind it, the warp takes lane 0's reply through a shuffle and
-//! decides on it as one; a phase's last arrival reopens the next phase, the others poll
-//! the parity. What it bought on an H100 (docs/measurements.md, 132 blocks of 128
+//! barrier's own words: lane 0 adds the arrivals to the state word (release), the warp
+//! takes lane 0's reply through a shuffle and decides on it as one; a phase's last
+//! arrival reads the expected word and reopens the next phase, the others poll the
+//! parity. What it bought on an H100 (docs/measurements.md, 132 blocks of 128
 //! threads, beside `cuda::barrier<thread_scope_device>` in the same run): `WholeBlock`
 //! written in Rust (a branch for thread 0, the generic wait) took 1044 ns per phase
 //! where libcu++'s leader took 996, in PTX 963; every thread's `arrive_and_wait`
@@ -25,8 +25,8 @@
 //!   release build's panic is a trap too; the checked build keeps the Rust path, which
 //!   prints why);
 //! - the phase's last arrival acquires the others (one fence) and reopens the next
-//!   phase with an add it does not wait for, from the expected count it read beside its
-//!   add, or, once a thread has dropped out, from the word read again after the fence;
+//!   phase with an add it does not wait for, from the expected word read after the
+//!   fence;
 //! - an arrival counted before the reopening landed ("early") reopens the phase after
 //!   if it is that phase's last (every arrival came early), traps if it is one too
 //!   many, and waits for the parity like any other.
@@ -88,25 +88,29 @@ macro_rules! leader {
 }
 
 /// Declares `together` and jumps to `WARP_APART` unless all 32 lanes of the warp run
-/// this together with the same value in each of the operands (texts) given. The
-/// branches are uniform: `activemask` is the same in every lane that runs it.
+/// this together with the same 64-bit `$address` and the same value in each 32-bit
+/// `$operand` (texts). The branches are uniform: `activemask` and `match.all` give
+/// every lane the same answer. (`match.all` rather than lane 0's value shuffled and
+/// voted on: ptxas drops it where it can prove the operand uniform, a barrier passed
+/// as a kernel parameter, and where it cannot it still measured faster: an H200's
+/// every-thread `Barrier<Device>` phase 1100 → 1054 ns and 1123 → 1109 ns.)
 macro_rules! warp_together {
-    ($($operand:literal),+) => {
+    ($address:literal $(, $operand:literal)*) => {
         concat!(
-            ".reg .pred together;\n",
-            ".reg .b32 active, lane_0s;\n",
+            ".reg .pred together, same;\n",
+            ".reg .b32 active, lanes;\n",
             "activemask.b32 active;\n",
             "setp.eq.u32 together, active, -1;\n",
             "@!together bra.uni WARP_APART;\n",
+            "match.all.sync.b64 lanes|together, ",
+            $address,
+            ", -1;\n",
             $(
-                "shfl.sync.idx.b32 lane_0s, ",
+                "match.all.sync.b32 lanes|same, ",
                 $operand,
-                ", 0, 31, -1;\n",
-                "setp.eq.and.u32 together, lane_0s, ",
-                $operand,
-                ", together;\n",
-            )+
-            "vote.sync.all.pred together, together, -1;\n",
+                ", -1;\n",
+                "and.pred together, together, same;\n",
+            )*
             "@!together bra.uni WARP_APART;\n",
         )
     };
@@ -134,18 +138,21 @@ macro_rules! parity_poll {
     };
 }
 
-/// The count later phases expect (`expected`, the same in every lane of a warp): the
-/// word the leader read beside its arrival (`guess`), or, once a thread has dropped
-/// out, the word read again (the caller has taken the acquire fence that makes the
-/// drops visible).
+/// The count later phases expect (`expected`, the same in every lane of a warp), read
+/// when it is needed: by a phase's last arrival after its acquire fence, or by an early
+/// one (after the fence if a thread has dropped out, which makes the drops visible).
+/// Not beside every arrival: that load (from the SM's cache, which the previous phase's
+/// acquire fence had emptied) went to the contended line with every warp's arrival,
+/// and the next arrival's release fence waited for it: an H200's every-thread
+/// `Barrier<Device>` phase took 1322 ns with it and 1091 without.
 macro_rules! next_expected {
     ($q:literal, $who:tt) => {
         concat!(
-            "@dropped ld.relaxed.",
+            "ld.relaxed.",
             $q,
-            ".u32 guess, [{expected}];\n",
-            share!("guess", $who),
-            "and.b32 expected, guess, {expected_mask};\n",
+            ".u32 word, [{expected}];\n",
+            share!("word", $who),
+            "and.b32 expected, word, {expected_mask};\n",
         )
     };
 }
@@ -183,17 +190,13 @@ macro_rules! arrival_and_wait {
         concat!(
             "{{\n",
             ".reg .pred early, dropped, over, last, reopens, waiting;\n",
-            ".reg .b32 before, guess, seen, count, expected, start;\n",
+            ".reg .b32 before, word, seen, count, expected, start;\n",
             leader!($who),
             "atom.release.",
             $q,
             ".add.u32 before, [{state}], ",
             $units,
             ";\n",
-            // Issued right behind the add, so that both round trips overlap; from the
-            // SM's cache (`Backend::load_cached`), away from the contended line.
-            leader!($who),
-            "ld.relaxed.cta.u32 guess, [{expected}];\n",
             share!("before", $who),
             "and.b32 count, before, {count_mask};\n",
             "and.b32 seen, before, {dropped_bit};\n",
@@ -334,7 +337,6 @@ macro_rules! warp_phase_at {
         #[inline(always)]
         unsafe fn $name(state: *mut u32, expected: *mut u32) {
             let first_lane = u32::from(lane() == 0);
-            let address = state as u64;
             // SAFETY: per the contract.
             unsafe {
                 asm!(
@@ -342,7 +344,7 @@ macro_rules! warp_phase_at {
                     ".reg .pred first_lane;",
                     "setp.ne.u32 first_lane, {first_lane}, 0;",
                     // All 32 lanes on one barrier, or each lane alone.
-                    warp_together!("{address_low}", "{address_high}"),
+                    warp_together!("{state}"),
                     // The warp barriers order every lane's accesses before lane 0's
                     // release add, and lane 0's acquiring poll before every lane's
                     // later accesses (shuffles do not order memory).
@@ -355,8 +357,6 @@ macro_rules! warp_phase_at {
                     "WARP_END:",
                     "}}",
                     first_lane = in(reg32) first_lane,
-                    address_low = in(reg32) address as u32,
-                    address_high = in(reg32) (address >> 32) as u32,
                     arrivals = const WARP_LANES,
                     units = const WARP_LANES * UNIT,
                     unit = const UNIT,

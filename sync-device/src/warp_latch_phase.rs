@@ -92,7 +92,6 @@ macro_rules! latch_phase_at {
         #[inline(always)]
         unsafe fn $name(state: *mut u32, n: u32) {
             let first_lane = u32::from(lane() == 0);
-            let address = state as u64;
             // The warp's total, or more than any count where it would not fit (the
             // count-down then traps, as every lane's would have in turn).
             let warp_take = if n <= COUNT / WARP_LANES {
@@ -107,7 +106,7 @@ macro_rules! latch_phase_at {
                     ".reg .pred first_lane;",
                     "setp.ne.u32 first_lane, {first_lane}, 0;",
                     // All 32 lanes on one latch with one count, or each lane alone.
-                    warp_together!("{address_low}", "{address_high}", "{n}"),
+                    warp_together!("{state}", "{n}"),
                     // As in `warp_barrier_phase`: the warp barriers order every
                     // lane's accesses around lane 0's release and acquire.
                     "bar.warp.sync -1;",
@@ -119,8 +118,6 @@ macro_rules! latch_phase_at {
                     "WARP_END:",
                     "}}",
                     first_lane = in(reg32) first_lane,
-                    address_low = in(reg32) address as u32,
-                    address_high = in(reg32) (address >> 32) as u32,
                     n = in(reg32) n,
                     minus = in(reg32) n.wrapping_neg(),
                     warp_take = in(reg32) warp_take,

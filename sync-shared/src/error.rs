@@ -119,6 +119,30 @@ pub(crate) fn violated_in_loop(error: impl FnOnce() -> UsageError) -> ! {
     violated(error())
 }
 
+/// [`violated_in_loop`] unless `holds`: in the release build of GPU kernels a
+/// predicated `trap`, with no branch around it (a branch not taken still sits between
+/// the instructions around it and, in a loop of phases, made ptxas order them worse).
+#[inline(always)]
+#[track_caller]
+pub(crate) fn violated_in_loop_unless(holds: bool, error: impl FnOnce() -> UsageError) {
+    #[cfg(all(target_arch = "nvptx64", not(debug_assertions)))]
+    {
+        let _ = error;
+        // SAFETY: `trap` ends the kernel; it touches nothing.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred broken; setp.eq.u32 broken, {holds}, 0; @broken trap; }}",
+                holds = in(reg32) u32::from(holds),
+                options(nostack),
+            )
+        }
+    }
+    #[cfg(not(all(target_arch = "nvptx64", not(debug_assertions))))]
+    if !holds {
+        violated(error())
+    }
+}
+
 /// Panics with the error's text: the panicking forms of the operations call this.
 /// On the device, `panic = "abort"` turns it into a trap; the checked build of the
 /// kernels prints the text first (the device panic handler cannot format it).

@@ -466,8 +466,12 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     #[inline]
     #[track_caller]
     pub fn arrive_and_wait(&self) {
-        if F::IS_NONE && self.in_hardware_form() {
-            self.arrive_and_wait_in_hardware();
+        if self.in_hardware_form() {
+            if F::IS_NONE {
+                self.arrive_and_wait_in_hardware();
+            } else {
+                self.arrive_and_wait_in_hardware_completing();
+            }
             return;
         }
         if let Some((state, expected)) = self.portable_words() {
@@ -476,7 +480,9 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             }
         }
         if Self::HAS_HARDWARE {
-            // Out of line. The call stays in the caller's loop, on the branch the
+            // Out of line. Where the compiler knows the barrier lies in block-shared
+            // memory (`SharedSlot::init_block` tells it) this branch is gone; where
+            // it does not, the call stays in the caller's loop, on the branch the
             // hardware form never takes, and costs that loop all the same: ptxas puts
             // a `YIELD` at the head of a loop that contains a call and keeps the
             // object's address out of the uniform registers (a 128-thread block's
