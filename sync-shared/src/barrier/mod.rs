@@ -37,7 +37,10 @@
 //!
 //! A backend may run a whole `arrive_and_wait` of this protocol in its own instructions
 //! ([`Backend::barrier_phase_together`]: on the GPU, a whole warp's arrival as one, and
-//! a block's for `WholeBlock`, in PTX); it follows the unchecked arrival step for step.
+//! a block's for `WholeBlock`, in PTX); it follows the unchecked arrival step for step,
+//! except that only a completing or early arrival reads the expected word, after its
+//! acquire fence (there the read beside every arrival cost more than the round trip it
+//! saves the completing thread: `sync_device`'s `warp_barrier_phase`).
 //!
 //! The checked forms (the host's `arrive`, every `try_` form) take arrivals with a
 //! compare-and-swap that checks the count first (against `e` less the early arrivals
