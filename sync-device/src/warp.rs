@@ -143,7 +143,8 @@ pub fn group_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
         return Some((active, n, 0));
     }
     if active == u32::MAX {
-        if let Some(whole) = whole_warp_counts(object, n) {
+        // SAFETY: `activemask` found all 32 lanes here.
+        if let Some(whole) = unsafe { whole_warp_counts(object, n) } {
             return Some(whole);
         }
     }
@@ -185,15 +186,16 @@ pub fn group_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
 /// sm_90 SASS), which cost a 1024-thread block's phase of a `Barrier<Block>` with a
 /// completion function more than the barrier itself.
 ///
-/// # Safety (of the call)
+/// # Safety
 ///
-/// All 32 lanes of the warp run it together (`activemask` said so).
+/// All 32 lanes of the warp run it together (`activemask` said so): its instructions
+/// name all of them.
 #[inline(always)]
-fn whole_warp_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
+unsafe fn whole_warp_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
     let key = object as u64;
     let together: u32;
-    // SAFETY: warp-synchronous exchanges among all 32 lanes, which run this together;
-    // no memory is touched.
+    // SAFETY: warp-synchronous exchanges among all 32 lanes, which run this together
+    // (the contract); no memory is touched.
     unsafe {
         asm!(
             "{{",
@@ -219,8 +221,8 @@ fn whole_warp_counts(object: *const (), n: u32) -> Option<(u32, u32, u32)> {
         return None;
     }
     let total = n.checked_mul(WARP_LANES)?;
-    // SAFETY: a barrier of the whole warp, which runs this together; it orders the
-    // lanes' memory accesses before whatever the leader does next.
+    // SAFETY: a barrier of the whole warp, which runs this together (the contract); it
+    // orders the lanes' memory accesses before whatever the leader does next.
     unsafe { asm!("bar.warp.sync -1;", options(nostack)) };
     Some((u32::MAX, total, n * lane()))
 }

@@ -133,11 +133,12 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// Whether the barrier is in the hardware form: where it lies, nothing else (on
     /// the GPU one `isspacep` of the barrier's own address, which reads no memory,
     /// which the compiler hoists out of a loop of phases, and which it folds away
-    /// where it was told where that address lies). Every barrier at such a place must have been placed
-    /// ([`place_in_hardware`](Self::place_in_hardware)); the hardware paths check the
-    /// marker that placing sets, or the token of their arrival, after their first
-    /// instruction, off the path from the arrival to the wait
-    /// ([`check_token`](Self::check_token)).
+    /// where it was told where that address lies). Every barrier at such a place must
+    /// have been placed ([`place_in_hardware`](Self::place_in_hardware)); the hardware
+    /// paths check the marker that placing sets, or the token of their arrival, after
+    /// their first instruction, off the path from the arrival to the wait
+    /// ([`check_token`](Self::check_token)), or leave it to the hardware's own fault
+    /// ([`arrive_and_wait_in_hardware`](Self::arrive_and_wait_in_hardware)).
     #[inline(always)]
     pub(super) fn in_hardware_form(&self) -> bool {
         Self::HAS_HARDWARE && Hw::<S, B>::available((self as *const Self).cast())
