@@ -807,6 +807,44 @@ fn device_and_system_barriers_met_by_blocks_and_warps_of_any_shape_with_drops() 
     }
 }
 
+/// `conf_barrier_lanes_apart_device` (see the kernel): the lanes of each warp split
+/// between two device barriers by parity, every thread arriving on its own; a warp's
+/// lanes then each arrive alone.
+#[test]
+fn device_barriers_met_by_the_lanes_of_one_warp_on_two_barriers() {
+    let Some(gpu) = runtime() else { return };
+    let blocks = gpu.sm_count().unwrap();
+    let block = Dim3::x(128);
+    let threads = (blocks * 128) as usize;
+    // The checked kernels' generic path took 65 s for 1000 phases on an H200 (the
+    // release build's PTX a fraction of a second): a tenth there.
+    let checked = std::env::var("SCOPED_SYNC_KERNELS").is_ok_and(|build| build == "checked");
+    let phases = stress_phases(if checked { 100 } else { 1_000 });
+    let kernel = gpu.kernel("conf_barrier_lanes_apart_device").unwrap();
+    let objects = gpu.zeros::<u8>(OBJECT_BYTES).unwrap();
+    let slots = gpu.zeros::<u32>(2 * threads).unwrap();
+    let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+    // SAFETY: (Grid, objects pointer, u32 pointer, u32, u32 pointer) is the kernel's
+    // signature; `objects` holds two barriers, `slots` two words per thread; the
+    // buffers outlive the launch.
+    unsafe {
+        kernel.launch_grid(blocks, block, |args| {
+            args.arg(&objects).arg(&slots).arg(&phases).arg(&report);
+        })
+    }
+    .unwrap();
+    assert_no_failed_checks(
+        &gpu,
+        &report,
+        &format!("{blocks} blocks × 128, lanes apart"),
+    );
+    let last = &gpu.download(&slots).unwrap()[(phases % 2) as usize * threads..][..threads];
+    assert!(
+        last.iter().all(|&slot| slot == phases),
+        "every thread ran every phase"
+    );
+}
+
 /// `conf_latch_rounds_{block,device}` (see the kernels): rounds of latches counted
 /// down by every thread with `arrive_and_wait(n)`, whole warps as one and lanes alone.
 fn latch_rounds(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, rounds: u32) {

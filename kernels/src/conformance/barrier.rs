@@ -671,3 +671,46 @@ pub unsafe extern "gpu-kernel" fn conf_barrier_phases_system(
 ) {
     barrier_phases(&mut grid, object, slots, phases, Report(report));
 }
+
+/// Every thread's `arrive_and_wait` on one of two `Barrier<Device>`s in global memory,
+/// chosen by the parity of its lane: all 32 lanes of a warp run it together, on two
+/// barriers, so the warp's test for one barrier (`match.all` in
+/// `sync_device::warp_barrier_phase`) fails and each lane arrives alone (a test that
+/// passed would have lane 0 arrive for all 32 on one barrier: that barrier would trap
+/// on over-arrival and the other never complete). `phases` phases, each checking the
+/// same thread of the next block, which is on the same barrier. Both barriers are built
+/// in `objects` by thread 0 of the grid, each expecting half the grid. Launched with
+/// `launch_grid` (blocks of whole warps), parameters `(objects, slots, phases,
+/// report)`; phase `p` writes buffer `p % 2` of `slots` (two words per thread).
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn conf_barrier_lanes_apart_device(
+    mut grid: Grid,
+    objects: *mut PlainBarrier<Device>,
+    slots: *mut u32,
+    phases: u32,
+    report: *mut u32,
+) {
+    let report = Report(report);
+    let (me, size) = (grid.thread_rank(), grid.size());
+    if me == 0 {
+        for which in 0..2 {
+            // SAFETY: one thread builds both objects before anyone uses them (the grid
+            // barrier below).
+            unsafe { objects.add(which).write(Barrier::new(size / 2)) };
+        }
+    }
+    grid.sync();
+    // SAFETY: built above, and lives as long as the launch.
+    let barrier = unsafe { &*objects.add((warp::lane() % 2) as usize) };
+    let next = (block_index() + 1) % block_count() * block_size() + thread_in_block();
+    for phase in 1..=phases {
+        let buffer = ((phase % 2) * size) as usize;
+        // SAFETY: this thread's slot of the buffer.
+        unsafe { slots.add(buffer + me as usize).write_volatile(phase) };
+        barrier.arrive_and_wait();
+        // SAFETY: a slot of the buffer, written by a thread on the same barrier before
+        // its phase-`p` arrival; its next write needs this thread's next arrival.
+        let seen = unsafe { slots.add(buffer + next as usize).read_volatile() };
+        check!(report, seen == phase);
+    }
+}
