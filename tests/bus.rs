@@ -14,18 +14,35 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use scoped_sync::bus::{
-    BusBarrier, BusLatch, BusStopSource, BusWait, BusWord, HandoffSemaphore, Side, SideKind,
+    BusBarrier, BusLatch, BusStopSource, BusWait, BusWord, GpuSideLines, HandoffChannel,
+    HandoffSemaphore, Side, SideKind, SideLine,
 };
-use scoped_sync::{GpuToHost, Host, HostToGpu, StopSource};
+use scoped_sync::{GpuToGpu, GpuToHost, Host, HostToGpu, StopSource};
 
 use common::{hang_guard, Unsync};
 
-/// CPU threads standing in for GPU threads (same atomics, other side).
-struct FakeGpu;
+/// CPU threads standing in for GPU threads (same atomics, other side). With
+/// `ATTACHED`, they read-modify-write the words attached to the object's GPU side
+/// lines, as the GPU does (`SideLine::attached_gpu_word`); without, the lines' own
+/// words.
+struct FakeGpuOf<const ATTACHED: bool>;
+/// The stand-in on the lines' own words.
+type FakeGpu = FakeGpuOf<false>;
+/// The stand-in on attached words.
+type AttachedGpu = FakeGpuOf<true>;
 
-// SAFETY: host atomics are atomic for every thread; `pause` only yields.
-unsafe impl Side for FakeGpu {
+// SAFETY: host atomics are atomic for every thread; `pause` only yields; an attached
+// word is a live host atomic (the tests attach `Box`ed words that outlive the object's
+// use).
+unsafe impl<const ATTACHED: bool> Side for FakeGpuOf<ATTACHED> {
     const KIND: SideKind = SideKind::Gpu;
+    fn side_word(line: &SideLine) -> &BusWord {
+        if ATTACHED {
+            line.attached_gpu_word()
+        } else {
+            line.word()
+        }
+    }
     fn load_bus(word: &BusWord, order: Ordering) -> u64 {
         word.load(order)
     }
@@ -307,4 +324,104 @@ fn bus_objects_have_the_shared_layouts() {
     assert_eq!(of::<BusLatch<Host>>(), layout::BUS_LATCH);
     assert_eq!(of::<BusBarrier<Host>>(), layout::BUS_BARRIER);
     assert_eq!(of::<BusStopSource<Host>>(), layout::BUS_STOP_SOURCE);
+}
+
+/// How many of `object`'s GPU side lines exist, each checked to lie inside the object.
+fn gpu_lines_within<T: GpuSideLines>(object: &T) -> usize {
+    let start = std::ptr::from_ref(object) as usize;
+    let lines: Vec<&SideLine> = object.gpu_side_lines().into_iter().flatten().collect();
+    for line in &lines {
+        let at = std::ptr::from_ref(*line) as usize;
+        assert!(at >= start && at + 64 <= start + std::mem::size_of::<T>());
+    }
+    lines.len()
+}
+
+#[test]
+fn each_bus_object_names_the_side_lines_the_gpu_read_modify_writes() {
+    assert_eq!(
+        gpu_lines_within(&HandoffSemaphore::<GpuToHost, Host>::new(0)),
+        1
+    );
+    assert_eq!(
+        gpu_lines_within(&HandoffSemaphore::<HostToGpu, Host>::new(0)),
+        1
+    );
+    assert_eq!(
+        gpu_lines_within(&HandoffSemaphore::<GpuToGpu, Host>::new(0)),
+        2
+    );
+    assert_eq!(gpu_lines_within(&HandoffChannel::<Host>::new(0, 0)), 2);
+    assert_eq!(gpu_lines_within(&BusLatch::<Host>::new(1)), 1);
+    assert_eq!(gpu_lines_within(&BusBarrier::<Host>::new(1, 1)), 1);
+    assert_eq!(gpu_lines_within(&BusStopSource::<Host>::new()), 1);
+    // A GPU-to-host semaphore's producing line is the GPU's, a host-to-GPU one's
+    // consuming line: never the same line for both directions.
+    let to_host = HandoffSemaphore::<GpuToHost, Host>::new(0);
+    let to_gpu = HandoffSemaphore::<HostToGpu, Host>::new(0);
+    assert!(to_host.gpu_side_lines()[0].is_some() && to_host.gpu_side_lines()[1].is_none());
+    assert!(to_gpu.gpu_side_lines()[0].is_none() && to_gpu.gpu_side_lines()[1].is_some());
+}
+
+/// Attaches a fresh word to each of `object`'s GPU side lines, holding the line's value
+/// (what the runtime does in device memory); returns the words (their heap buffer
+/// stays where it is while the caller keeps them).
+fn attach_words<T: GpuSideLines>(object: &T) -> Vec<BusWord> {
+    let lines: Vec<&SideLine> = object.gpu_side_lines().into_iter().flatten().collect();
+    let words: Vec<BusWord> = lines
+        .iter()
+        .map(|line| BusWord::new(line.word().load(Ordering::Relaxed)))
+        .collect();
+    for (line, word) in lines.iter().zip(&words) {
+        // SAFETY: a live host atomic that the caller keeps while the object is used.
+        unsafe { line.attach_gpu_word(word.as_ptr() as u64) };
+    }
+    words
+}
+
+#[test]
+fn the_gpu_side_works_on_the_attached_words_and_never_on_the_objects_own() {
+    let host: HandoffSemaphore<GpuToHost, Host> = HandoffSemaphore::new(3);
+    let words = attach_words(&host);
+    let gpu: &HandoffSemaphore<GpuToHost, AttachedGpu> = as_gpu(&host);
+    assert_eq!(
+        gpu.release(2),
+        3,
+        "the attached word starts from the line's count"
+    );
+    {
+        let mut producer = gpu.producer().expect("no endpoint yet");
+        assert_eq!(producer.release(1), 5);
+    }
+    assert_eq!(host.released(), 6);
+    assert_eq!(
+        words[0].load(Ordering::Relaxed),
+        6,
+        "the producer handed its count back"
+    );
+    let own = host.gpu_side_lines()[0].expect("the GPU's producing line");
+    assert_eq!(
+        own.word().load(Ordering::Relaxed),
+        3,
+        "the object's own word untouched"
+    );
+
+    let stop: BusStopSource<Host> = BusStopSource::new();
+    let claims = attach_words(&stop);
+    let gpu_stop: &BusStopSource<AttachedGpu> = as_gpu(&stop);
+    assert!(gpu_stop.request_stop());
+    assert!(
+        !gpu_stop.request_stop(),
+        "the GPU's second request is not the first"
+    );
+    assert_eq!(claims[0].load(Ordering::Relaxed), 1);
+    assert!(stop.requested_by_gpu());
+}
+
+#[test]
+#[should_panic(expected = "the object was not placed by the runtime")]
+fn a_gpu_side_without_attached_words_stops_with_a_clear_message() {
+    let host: BusLatch<Host> = BusLatch::new(2);
+    let gpu: &BusLatch<AttachedGpu> = as_gpu(&host);
+    gpu.count_down(1);
 }

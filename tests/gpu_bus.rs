@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use common::hang_guard;
 use harness::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use harness::Gpu;
+use scoped_sync::bus::GpuSideLines;
 use scoped_sync::cuda::beside::{launch_beside, Beside};
 use scoped_sync::cuda::{
     HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError, Stream,
@@ -537,6 +538,93 @@ fn mapped_placement_refuses_read_modify_writes_from_both_sides() {
         .is_ok());
 }
 
+/// Whether `address` lies in the `size` bytes from `start`.
+fn within(address: u64, start: u64, size: usize) -> bool {
+    (start..start + size as u64).contains(&address)
+}
+
+/// Every GPU side line of `object`, placed at `start`: its attached word, which must be
+/// set, and whether it lies inside the object.
+fn attached_words<T: GpuSideLines>(object: &T, start: u64) -> Vec<(u64, bool)> {
+    let lines: Vec<_> = object.gpu_side_lines().into_iter().flatten().collect();
+    assert!(!lines.is_empty(), "every bus object has a GPU side line");
+    lines
+        .iter()
+        .map(|line| {
+            let word = line.gpu_word();
+            assert_ne!(word, 0, "a placed object's GPU side word is attached");
+            (word, within(word, start, std::mem::size_of::<T>()))
+        })
+        .collect()
+}
+
+#[test]
+fn placed_bus_objects_keep_the_gpus_read_modify_writes_off_mapped_memory() {
+    let Some(gpu) = runtime() else { return };
+    fn outside<T: scoped_sync::cuda::Shareable<HostView = T> + GpuSideLines>(
+        gpu: &Gpu,
+        object: T,
+    ) -> Vec<(u64, bool)> {
+        let placed = gpu.place_mapped(object).unwrap();
+        attached_words::<T>(&placed, placed.device_address())
+    }
+    let mapped = [
+        outside(&gpu, HandoffSemaphore::<GpuToHost>::new(3)),
+        outside(&gpu, HandoffSemaphore::<HostToGpu>::new(3)),
+        outside(&gpu, HandoffChannel::new(1, 2)),
+        outside(&gpu, BusLatch::new(4)),
+        outside(&gpu, BusBarrier::new(1, 1)),
+        outside(&gpu, BusStopSource::new()),
+    ];
+    for (object, words) in mapped.iter().enumerate() {
+        assert!(
+            words.iter().all(|&(_, inside)| !inside),
+            "object {object}: a GPU side word in mapped memory: {words:?}"
+        );
+    }
+    // The device words hold the lines' counts: a semaphore made with 3 units hands
+    // the GPU's releases on from 3 (the rotation test below runs that on the GPU).
+    // In device memory (uploaded) and managed memory the words are the object's own.
+    let stop = gpu.upload_object(&BusStopSource::new()).unwrap();
+    let uploaded = gpu.address(&stop);
+    let copy = BusStopSource::new();
+    // SAFETY: `copy` is only read for its lines' offsets.
+    unsafe { GpuSideLines::attach_in_gpu_memory(&copy, uploaded) };
+    assert!(attached_words(&copy, uploaded)
+        .iter()
+        .all(|&(_, inside)| inside));
+    // A channel the caller put into mapped memory itself: attached while the guard
+    // lives, detached after.
+    let memory = gpu
+        .mapped(std::mem::size_of::<HandoffChannel>() / 4)
+        .unwrap();
+    // SAFETY: pinned allocations are page-aligned; the words are atomics nothing else
+    // uses, and the channel (plain atomics) lives as long as `memory`.
+    let channel = unsafe {
+        let channel = memory
+            .host_words()
+            .as_ptr()
+            .cast_mut()
+            .cast::<HandoffChannel>();
+        channel.write(HandoffChannel::new(0, 0));
+        &*channel
+    };
+    let words = gpu.attach_gpu_words(channel).unwrap();
+    let attached = attached_words(channel, memory.device_address());
+    assert!(attached.iter().all(|&(_, inside)| !inside), "{attached:?}");
+    drop(words);
+    assert!(channel
+        .gpu_side_lines()
+        .into_iter()
+        .flatten()
+        .all(|line| line.gpu_word() == 0));
+    if gpu.concurrent_managed_access().unwrap() {
+        let latch = gpu.place_managed(BusLatch::new(1)).unwrap();
+        let words = attached_words::<BusLatch>(&latch, latch.device_address());
+        assert!(words.iter().all(|&(_, inside)| inside), "{words:?}");
+    }
+}
+
 #[test]
 fn managed_memory_runs_the_ordinary_system_scope_semaphores() {
     let Some(gpu) = runtime() else { return };
@@ -571,14 +659,16 @@ fn managed_memory_runs_the_ordinary_system_scope_semaphores() {
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
 }
 
-/// The object a `bus_construct` kernel built at the start of `memory`.
+/// The object a `bus_construct` kernel built at the start of `memory`, moved out (its
+/// bytes as the GPU wrote them), for placing: a bus object's GPU side words get their
+/// home in device memory when the runtime places it.
 ///
 /// # Safety
 ///
-/// The kernel built a `T` there and has ended; nothing else writes the memory.
-unsafe fn built_in<'m, T>(memory: &'m MappedBuffer<'_>) -> &'m T {
+/// The kernel built a `T` there and has ended; nothing else reads or writes the memory.
+unsafe fn built_in<T>(memory: &MappedBuffer<'_>) -> T {
     // SAFETY: pinned allocations are page-aligned; the caller vouches for the rest.
-    unsafe { &*memory.host_words().as_ptr().cast::<T>() }
+    unsafe { memory.host_words().as_ptr().cast::<T>().read() }
 }
 
 #[test]
@@ -602,12 +692,13 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     // more with payloads.
     build(&memory[0], 0, 5, 0);
     // SAFETY: kind 0 is a `HandoffSemaphore<GpuToHost>`; the kernel has ended.
-    let semaphore: &HandoffSemaphore<GpuToHost> = unsafe { built_in(&memory[0]) };
+    let built: HandoffSemaphore<GpuToHost> = unsafe { built_in(&memory[0]) };
+    let semaphore = gpu.place_mapped(built).unwrap();
     let units: Vec<_> = std::iter::from_fn(|| semaphore.try_acquire()).collect();
     assert_eq!(units, [0, 1, 2, 3, 4]);
     let payload = gpu.mapped(8).unwrap();
     let params = KernelParams::default()
-        .pointer(memory[0].device_address())
+        .pointer(semaphore.device_address())
         .pointer(payload.device_address())
         .u32(3);
     beside(
@@ -627,10 +718,12 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     // unit, a ping-pong kernel answers the 2 and one more the host releases.
     build(&memory[1], 1, 2, 1);
     // SAFETY: kind 1 is a `HandoffChannel`.
-    let channel: &HandoffChannel = unsafe { built_in(&memory[1]) };
+    let channel = gpu
+        .place_mapped(unsafe { built_in::<HandoffChannel>(&memory[1]) })
+        .unwrap();
     assert_eq!(channel.try_acquire(), Some(0));
     let params = KernelParams::default()
-        .pointer(memory[1].device_address())
+        .pointer(channel.device_address())
         .u32(3)
         .pointer(gpu.address(&failures));
     beside(&gpu, &stream, ("bus_pingpong", 1, 1), params, |running| {
@@ -643,9 +736,11 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     // A latch made expecting 2 × 64 GPU threads and 1 host count-down.
     build(&memory[2], 2, 129, 0);
     // SAFETY: kind 2 is a `BusLatch`.
-    let latch: &BusLatch = unsafe { built_in(&memory[2]) };
+    let latch = gpu
+        .place_mapped(unsafe { built_in::<BusLatch>(&memory[2]) })
+        .unwrap();
     let params = KernelParams::default()
-        .pointer(memory[2].device_address())
+        .pointer(latch.device_address())
         .pointer(gpu.address(&failures));
     let kernel = ("bus_latch_count_down", 2, 64);
     beside(&gpu, &stream, kernel, params, |running| {
@@ -655,13 +750,15 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     // A barrier made for 1 host and 2 GPU participants, 10 phases.
     build(&memory[3], 3, 1, 2);
     // SAFETY: kind 3 is a `BusBarrier`.
-    let barrier: &BusBarrier = unsafe { built_in(&memory[3]) };
+    let barrier = gpu
+        .place_mapped(unsafe { built_in::<BusBarrier>(&memory[3]) })
+        .unwrap();
     let (blocks, phases) = (2_u32, 10_u32);
     let gpu_data = gpu.mapped((blocks * phases) as usize).unwrap();
     let host_data = gpu.mapped(phases as usize).unwrap();
     let copied = gpu.zeros::<u32>((blocks * phases) as usize).unwrap();
     let params = KernelParams::default()
-        .pointer(memory[3].device_address())
+        .pointer(barrier.device_address())
         .u32(phases)
         .pointer(gpu_data.device_address())
         .pointer(host_data.device_address())
@@ -678,17 +775,17 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     // A stop source: the host requests stop, a kernel's 32 threads see it.
     build(&memory[4], 4, 0, 0);
     // SAFETY: kind 4 is a `BusStopSource`.
-    let stop: &BusStopSource = unsafe { built_in(&memory[4]) };
+    let stop = gpu
+        .place_mapped(unsafe { built_in::<BusStopSource>(&memory[4]) })
+        .unwrap();
     assert!(!stop.stop_requested());
     assert!(stop.request_stop());
     let params = KernelParams::default()
-        .pointer(memory[4].device_address())
+        .pointer(stop.device_address())
         .pointer(gpu.address(&counter));
     launch(&gpu, &stream, "bus_stop_wait", 1, 32, params);
     stream.synchronize().unwrap();
 
     assert_eq!(gpu.download(&failures).unwrap(), [0]);
     assert_eq!(gpu.download(&counter).unwrap(), [32]);
-    // The objects have no destructor: freeing the memory (host side) ends them.
-    drop(memory);
 }

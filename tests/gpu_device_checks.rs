@@ -14,6 +14,9 @@
 //! - a `Barrier<Block>` in block-shared memory that was not placed there
 //!   (`Barrier::init_in_place`), placed after it took an arrival, or placed with more
 //!   arrivals than the hardware barrier holds, traps in both builds;
+//! - a bus object that was written into mapped memory by hand instead of placed by
+//!   the runtime traps in both builds at its first GPU read-modify-write (it has no
+//!   GPU side word attached);
 //! - the legal uses beside them never trap, in either build, including one object
 //!   used by a different block in each of two launches, and a barrier placed in
 //!   dynamic shared memory with `init_in_place` (whose phases check each other's
@@ -22,14 +25,16 @@
 //! A trap poisons the CUDA context for the rest of the process, so every case runs in
 //! a child process: this binary (no libtest harness) runs itself again with the case
 //! and the build in `CHILD`, and checks what the child reports and prints. Without a
-//! CUDA driver it prints "skipped: no CUDA driver".
+//! CUDA driver it prints "skipped: no CUDA driver". `--list` names each case and build
+//! (`traps::release::barrier_arrive_zero`), `--exact NAME` runs one: `sanitize.sh`
+//! runs each under each tool in a process of its own.
 
 use std::io::Write;
 use std::process::{Command, ExitCode};
 
 use harness::Gpu;
 use scoped_sync::cuda::{CudaError, KernelBuild, KernelParams, LaunchOptions};
-use scoped_sync::{Barrier, CountingSemaphore, Latch};
+use scoped_sync::{Barrier, BusStopSource, CountingSemaphore, Latch};
 
 /// The variable that tells a child which case to run: `<case>:<build>`.
 const CHILD: &str = "SCOPED_SYNC_DEVICE_CHECK_CHILD";
@@ -46,6 +51,8 @@ enum Expect {
 }
 
 struct Case {
+    /// For the command line and `sanitize.sh` (see `test_name`).
+    id: &'static str,
     name: &'static str,
     run: fn(&Gpu) -> Result<(), CudaError>,
     expect: Expect,
@@ -53,6 +60,7 @@ struct Case {
 
 const CASES: &[Case] = &[
     Case {
+        id: "barrier_arrive_zero",
         name: "barrier arrive(0)",
         run: barrier_arrive_zero,
         expect: Expect::TrapsAlways(&[
@@ -61,6 +69,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "barrier_over_arrival",
         name: "barrier over-arrival",
         run: barrier_over_arrive,
         expect: Expect::TrapsAlways(&[
@@ -68,6 +77,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "barrier_above_max",
         name: "barrier created above max()",
         run: barrier_new_above_max,
         // `new` is a `const fn`: its panic cannot print its own text on the device
@@ -77,6 +87,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "latch_past_zero",
         name: "latch counted down past zero",
         run: latch_count_down_past_zero,
         expect: Expect::TrapsAlways(&[
@@ -85,6 +96,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "semaphore_past_max",
         name: "semaphore released past max()",
         run: semaphore_release_past_max,
         expect: Expect::TrapsAlways(&[
@@ -92,6 +104,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "block_scope_across_blocks",
         name: "Block scope across blocks",
         run: block_scope_across_blocks,
         expect: Expect::TrapsWhenChecked(&[
@@ -101,6 +114,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "cluster_scope_across_clusters",
         name: "Cluster scope across clusters",
         run: cluster_scope_across_clusters,
         expect: Expect::TrapsWhenChecked(&[
@@ -109,6 +123,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "block_scope_in_other_blocks_shared",
         name: "Block scope in another block's shared memory",
         run: block_scope_in_other_blocks_shared,
         expect: Expect::TrapsWhenChecked(&[
@@ -117,21 +132,25 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "block_scope_own_objects",
         name: "Block scope, each block its own object",
         run: block_scope_own_objects,
         expect: Expect::Runs,
     },
     Case {
+        id: "cluster_scope_own_objects",
         name: "Cluster scope, each cluster its own object",
         run: cluster_scope_own_objects,
         expect: Expect::Runs,
     },
     Case {
+        id: "block_scope_one_block_per_launch",
         name: "Block scope, one block per launch, a different one each launch",
         run: block_scope_one_block_per_launch,
         expect: Expect::Runs,
     },
     Case {
+        id: "block_barrier_not_placed",
         name: "Barrier<Block> in shared memory, not placed",
         run: block_barrier_not_placed,
         expect: Expect::TrapsAlways(&[
@@ -139,6 +158,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "block_barrier_placed_after_use",
         name: "Barrier<Block> placed after an arrival",
         run: block_barrier_placed_after_use,
         expect: Expect::TrapsAlways(&[
@@ -146,6 +166,7 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "block_barrier_above_hardware",
         name: "Barrier<Block> in shared memory above the hardware's count",
         run: block_barrier_above_hardware,
         expect: Expect::TrapsAlways(&[
@@ -153,9 +174,18 @@ const CASES: &[Case] = &[
         ]),
     },
     Case {
+        id: "block_barrier_init_in_place",
         name: "Barrier<Block> in dynamic shared memory, init_in_place",
         run: block_barrier_init_in_place,
         expect: Expect::Runs,
+    },
+    Case {
+        id: "bus_object_not_placed",
+        name: "bus object in mapped memory, not placed",
+        run: bus_object_not_placed,
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: bus object on the GPU: the object was not placed by the runtime",
+        ]),
     },
 ];
 
@@ -323,6 +353,22 @@ fn block_barrier_init_in_place(gpu: &Gpu) -> Result<(), CudaError> {
     stream.synchronize()
 }
 
+fn bus_object_not_placed(gpu: &Gpu) -> Result<(), CudaError> {
+    let memory = gpu.mapped(64)?;
+    // SAFETY: pinned allocations are page-aligned and hold 256 bytes, room for the
+    // 192-byte stop source; no kernel uses the memory yet.
+    unsafe {
+        memory
+            .host_words()
+            .as_ptr()
+            .cast_mut()
+            .cast::<BusStopSource>()
+            .write(BusStopSource::new())
+    };
+    let params = KernelParams::default().pointer(memory.device_address());
+    launch(gpu, "check_bus_object_not_placed", 1, 1, None, params)
+}
+
 fn build_name(build: KernelBuild) -> &'static str {
     match build {
         KernelBuild::Release => "release",
@@ -338,7 +384,7 @@ fn child(spec: &str) -> ExitCode {
     } else {
         KernelBuild::Release
     };
-    let case = CASES.iter().find(|case| case.name == name).expect("a case");
+    let case = CASES.iter().find(|case| case.id == name).expect("a case");
     let gpu = Gpu::open_build(build).expect("open the GPU");
     let outcome = (case.run)(&gpu);
     let mut out = std::io::stdout();
@@ -356,7 +402,7 @@ fn child(spec: &str) -> ExitCode {
 /// In the parent: runs `case` in a child with `build`; `Err` says what went wrong.
 fn check(case: &Case, build: KernelBuild) -> Result<(), String> {
     let output = Command::new(std::env::current_exe().expect("this test's path"))
-        .env(CHILD, format!("{}:{}", case.name, build_name(build)))
+        .env(CHILD, format!("{}:{}", case.id, build_name(build)))
         .output()
         .map_err(|error| format!("cannot run the child: {error}"))?;
     let text = format!(
@@ -364,11 +410,13 @@ fn check(case: &Case, build: KernelBuild) -> Result<(), String> {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let (trap, printed): (bool, &[&str]) = match (case.expect, build) {
-        (Expect::TrapsAlways(printed), KernelBuild::Checked) => (true, printed),
-        (Expect::TrapsAlways(_), KernelBuild::Release) => (true, &[]),
-        (Expect::TrapsWhenChecked(printed), KernelBuild::Checked) => (true, printed),
-        (Expect::TrapsWhenChecked(_), KernelBuild::Release) | (Expect::Runs, _) => (false, &[]),
+    let trap = traps(case, build);
+    let printed: &[&str] = match (case.expect, build) {
+        (
+            Expect::TrapsAlways(printed) | Expect::TrapsWhenChecked(printed),
+            KernelBuild::Checked,
+        ) => printed,
+        _ => &[],
     };
     let wanted = if trap {
         "outcome: trapped"
@@ -389,9 +437,56 @@ fn check(case: &Case, build: KernelBuild) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `case` must trap with the kernels of `build`.
+fn traps(case: &Case, build: KernelBuild) -> bool {
+    match case.expect {
+        Expect::TrapsAlways(_) => true,
+        Expect::TrapsWhenChecked(_) => build == KernelBuild::Checked,
+        Expect::Runs => false,
+    }
+}
+
+/// A case's name on the command line, `traps::release::barrier_arrive_zero` or
+/// `runs::checked::...`: what it must do, with which kernels, which case. `sanitize.sh`
+/// runs each in a process of its own and judges what each tool reports by it.
+fn test_name(case: &Case, build: KernelBuild) -> String {
+    let outcome = if traps(case, build) { "traps" } else { "runs" };
+    format!("{outcome}::{}::{}", build_name(build), case.id)
+}
+
+/// Every case in both builds.
+fn all_tests() -> impl Iterator<Item = (&'static Case, KernelBuild)> {
+    CASES.iter().flat_map(|case| {
+        [KernelBuild::Release, KernelBuild::Checked]
+            .into_iter()
+            .map(move |build| (case, build))
+    })
+}
+
+/// Runs every case in both builds, or with `--exact NAME` the one named; `--list`
+/// prints the names (as libtest's `--list --format terse` does, which `sanitize.sh`
+/// reads). Other libtest flags (`--test-threads`, `--format`) are accepted and ignored.
 fn main() -> ExitCode {
     if let Ok(spec) = std::env::var(CHILD) {
         return child(&spec);
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut out = std::io::stdout();
+    if args.iter().any(|arg| arg == "--list") {
+        for (case, build) in all_tests() {
+            let _ = writeln!(out, "{}: test", test_name(case, build));
+        }
+        return ExitCode::SUCCESS;
+    }
+    let exact = args
+        .iter()
+        .position(|arg| arg == "--exact")
+        .map(|at| args.get(at + 1).expect("--exact NAME").as_str());
+    if let Some(name) = exact {
+        if !all_tests().any(|(case, build)| test_name(case, build) == name) {
+            eprintln!("no device check named `{name}` (see --list)");
+            return ExitCode::FAILURE;
+        }
     }
     let mut err = std::io::stderr();
     match Gpu::open() {
@@ -405,18 +500,20 @@ fn main() -> ExitCode {
     }
     let mut failures = 0;
     let mut passed = 0;
-    for case in CASES {
-        for build in [KernelBuild::Release, KernelBuild::Checked] {
-            let label = format!("{} ({} kernels)", case.name, build_name(build));
-            match check(case, build) {
-                Ok(()) => {
-                    passed += 1;
-                    let _ = writeln!(err, "ok: {label}");
-                }
-                Err(why) => {
-                    failures += 1;
-                    let _ = writeln!(err, "FAILED: {label}: {why}");
-                }
+    for (case, build) in all_tests() {
+        let name = test_name(case, build);
+        if exact.is_some_and(|exact| exact != name) {
+            continue;
+        }
+        let label = format!("{} ({} kernels) [{name}]", case.name, build_name(build));
+        match check(case, build) {
+            Ok(()) => {
+                passed += 1;
+                let _ = writeln!(err, "ok: {label}");
+            }
+            Err(why) => {
+                failures += 1;
+                let _ = writeln!(err, "FAILED: {label}: {why}");
             }
         }
     }

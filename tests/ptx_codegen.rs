@@ -8,9 +8,12 @@
 //! Also assembles the whole module with `ptxas` for sm_90 when `PTXAS` names one
 //! (`scripts/test.sh` installs it from PyPI and sets it).
 
-use std::collections::BTreeMap;
+#[path = "common/ptx.rs"]
+mod ptx;
 
 use scoped_sync::cuda::KernelBuild;
+
+use ptx::{defined_function, entries};
 
 use harness::KERNELS;
 
@@ -37,33 +40,6 @@ fn ptx_of(build: KernelBuild) -> Option<&'static str> {
 /// The release module (the probes' expectations are about it).
 fn ptx() -> Option<&'static str> {
     ptx_of(KernelBuild::Release)
-}
-
-/// Kernel name → body.
-fn entries(ptx: &str) -> BTreeMap<&str, &str> {
-    let mut entries = BTreeMap::new();
-    for (start, _) in ptx.match_indices(".entry ") {
-        let rest = &ptx[start + ".entry ".len()..];
-        let name = &rest[..rest.find('(').expect("entry name")];
-        let body_start = rest.find('{').expect("entry body");
-        // The brace that balances the body's: inline assembly opens scopes of its own
-        // (`{ }` blocks, vector operands), some closing at the start of a line.
-        let mut depth = 0_usize;
-        let body_end = rest[body_start..]
-            .char_indices()
-            .find_map(|(at, c)| {
-                match c {
-                    '{' => depth += 1,
-                    '}' => depth -= 1,
-                    _ => return None,
-                }
-                (depth == 0).then_some(at)
-            })
-            .expect("end of body")
-            + body_start;
-        entries.insert(name, &rest[body_start..body_end]);
-    }
-    entries
 }
 
 /// The atomic and fence mnemonics of a body, in order.
@@ -694,20 +670,6 @@ fn the_multi_gpu_barrier_compiles_to_its_exchange() {
         body.contains("barrier.red.or.pred"),
         "multi_grid_phases: no barrier.red.or"
     );
-}
-
-/// The body of the function whose mangled name ends in `name` (its length, then the
-/// name: `..7give_up`), the definition, not the forward declaration.
-fn defined_function<'a>(ptx: &'a str, name: &str) -> &'a str {
-    let suffix = format!("{}{name}", name.len());
-    ptx.split("\n.func ")
-        .find(|function| {
-            let head = function.lines().next().unwrap_or_default();
-            let symbol = head.split(['(', ' ']).rfind(|part| !part.is_empty());
-            symbol.is_some_and(|symbol| symbol.ends_with(&suffix))
-                && function.lines().any(|line| line.trim() == "{")
-        })
-        .unwrap_or_else(|| panic!("no function `{name}` defined in the module"))
 }
 
 /// Fails unless `kernel`'s synchronizing `instructions` hold every one of `wanted`.

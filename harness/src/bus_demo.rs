@@ -235,8 +235,9 @@ impl<'r> RoundTrips<'r> {
         })
     }
 
-    /// A fresh channel on the line. `&mut self`: no kernel or borrow of an earlier
-    /// one is left (every measurement synchronizes its stream before it returns).
+    /// A fresh channel on the line, whose GPU side words the caller attaches
+    /// (`attach_gpu_words`). `&mut self`: no kernel or borrow of an earlier one is left
+    /// (every measurement synchronizes its stream before it returns).
     fn fresh_channel(&mut self) -> &HandoffChannel {
         let channel = self
             .line
@@ -265,6 +266,7 @@ impl<'r> RoundTrips<'r> {
     ) -> Result<R, DemoError> {
         let (runtime, device_address) = (self.runtime, self.line.device_address());
         let channel = self.fresh_channel();
+        let _gpu_words = runtime.attach_gpu_words(channel)?;
         let failures = runtime.zeros::<u32>(1)?;
         let stream = runtime.new_stream()?;
         let kernel = match paths {
@@ -292,6 +294,7 @@ impl<'r> RoundTrips<'r> {
     fn host_wake(&mut self, wait: Duration, reps: u32) -> Result<Vec<Duration>, DemoError> {
         let (runtime, device_address) = (self.runtime, self.line.device_address());
         let channel = self.fresh_channel();
+        let _gpu_words = runtime.attach_gpu_words(channel)?;
         let elapsed = runtime.zeros::<u64>(reps as usize)?;
         let stream = runtime.new_stream()?;
         let params = KernelParams::default()
@@ -322,8 +325,8 @@ impl<'r> RoundTrips<'r> {
 pub enum Paths {
     /// One exclusive endpoint per side and direction: stores and polls only.
     Exclusive,
-    /// The shared paths: read-modify-writes on each side's own words (on the GPU they
-    /// cross PCIe, because the object is in mapped memory).
+    /// The shared paths: read-modify-writes on each side's own words (the GPU's in
+    /// device memory, attached to the channel in mapped memory).
     Shared,
 }
 

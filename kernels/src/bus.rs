@@ -65,7 +65,7 @@ pub unsafe extern "gpu-kernel" fn bus_pingpong(
 }
 
 /// As [`bus_pingpong`], through the shared paths (read-modify-writes on the GPU's side
-/// words, which cross PCIe when the object is in mapped memory).
+/// words, in device memory beside the object in mapped memory).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn bus_pingpong_shared(
     channel: *const HandoffChannel,

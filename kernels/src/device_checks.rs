@@ -20,10 +20,11 @@
 //! | `check_block_barrier_placed_after_use` | 1 thread | places a barrier that has taken an arrival | trap | message, trap |
 //! | `check_block_barrier_above_hardware` | 1 thread | places a barrier of 2²⁰ in shared memory | trap | message, trap |
 //! | `check_block_barrier_init_in_place` | 1 block, dynamic shared memory | `init_in_place`, then phases that check each other's writes | runs | runs |
+//! | `check_bus_object_not_placed` | 1 thread | `request_stop` on a `BusStopSource` written into mapped memory by hand, not placed | trap | message, trap |
 
 use sync_device::{
     block_index, block_size, cluster_rank, dynamic_shared, map_to_block, shared, sync_block,
-    sync_cluster, thread_in_block, Gpu,
+    sync_cluster, thread_in_block, BusStopSource, Gpu,
 };
 use sync_shared::{Barrier, Block, Cluster, CountingSemaphore, Device, Latch};
 
@@ -279,4 +280,17 @@ pub unsafe extern "gpu-kernel" fn check_block_barrier_init_in_place(rounds: u32)
         assert!(theirs == round * 4096 + next);
         barrier.arrive_and_wait();
     }
+}
+
+/// `request_stop` on a stop source that the host wrote into mapped memory by hand
+/// instead of placing it: its GPU claim has no word in GPU memory attached.
+///
+/// # Safety
+///
+/// `stop` is a live stop source with the shared layout.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn check_bus_object_not_placed(stop: *const BusStopSource) {
+    // SAFETY: the caller's contract.
+    let stop = unsafe { &*stop };
+    let _ = stop.request_stop();
 }

@@ -2,18 +2,19 @@
 
 use core::time::Duration;
 
-use sync_shared::bus::{BusStopSource, BusWait, BusWord, Side, SideKind, WaitError};
+use sync_shared::bus::{BusStopSource, BusWait, BusWord, Side, SideKind, SideLine, WaitError};
 use sync_shared::{Backend, Device, Ordering, System};
 
 use crate::gpu::{backoff_ns, cas_order, nanosleep, GlobalTime, Gpu, POLL_ROUNDS};
 use crate::ptx_atomics::PtxScope;
 
 // SAFETY: bus words get `ld`/`st` at `.sys` scope (atomic on mapped memory as aligned
-// 8-byte loads and stores); side words get `.gpu`-scope atomics, atomic among the
-// threads of one GPU wherever the word lives, because no host thread and no other GPU
-// touches a GPU's side word (a `GpuToGpu` object has one side word per GPU; the one word
-// two GPUs may share, a stop source's claim, takes `compare_exchange_shared` at `.sys`
-// scope); `pause` only sleeps.
+// 8-byte loads and stores); side words are the words the runtime attached to the
+// object's GPU lines (`side_word`), in memory where the GPU's atomics are atomic (never
+// pinned host memory), and get `.gpu`-scope atomics, atomic among the threads of one
+// GPU, because no host thread and no other GPU touches a GPU's side word (a `GpuToGpu`
+// object has one side word per GPU; the one word two GPUs may share, a stop source's
+// claim, takes `compare_exchange_shared` at `.sys` scope); `pause` only sleeps.
 unsafe impl Side for Gpu {
     const KIND: SideKind = SideKind::Gpu;
 
@@ -26,6 +27,10 @@ unsafe impl Side for Gpu {
     fn store_bus(word: &BusWord, value: u64, order: Ordering) {
         // SAFETY: as above.
         unsafe { System::store_u64(word.as_ptr(), value, order) }
+    }
+    #[inline(always)]
+    fn side_word(line: &SideLine) -> &BusWord {
+        line.attached_gpu_word()
     }
     #[inline(always)]
     fn load_side(word: &BusWord, order: Ordering) -> u64 {
@@ -52,6 +57,7 @@ unsafe impl Side for Gpu {
     ) -> Result<u64, u64> {
         compare_exchange_at::<Device>(word, current, new, cas_order(success, failure))
     }
+    #[inline(always)]
     fn compare_exchange_shared(
         word: &BusWord,
         current: u64,

@@ -63,7 +63,7 @@ pub use module::{EmbeddedModule, KernelBuild, Module, PtxUnavailable, KERNEL_BUI
 pub use multi_grid::MultiGrid;
 pub use multi_grid_host::{HostParty, HostPartyError};
 pub use peer::{PeerLink, PeerMemory};
-pub use placement::{Managed, Mapped, Placed, PlacementError, Shareable};
+pub use placement::{GpuWords, Managed, Mapped, Placed, PlacementError, Shareable};
 pub use polled::Polled;
 pub use runtime::{DeviceObject, Runtime};
 pub use stream::Stream;

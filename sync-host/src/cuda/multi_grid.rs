@@ -167,7 +167,8 @@ impl MultiGrid {
             counters.push(owner.peer_memory(
                 "MultiGrid",
                 true,
-                &[0; multi_grid::WORDS * 4],
+                multi_grid::WORDS * 4,
+                |_| vec![0; multi_grid::WORDS * 4],
                 &users,
             )?);
         }

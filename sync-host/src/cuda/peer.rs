@@ -295,14 +295,8 @@ impl Runtime {
         object: &T,
         users: &[&Runtime],
     ) -> Result<PeerMemory, PlacementError> {
-        // SAFETY: `DeviceObject` types are plain words without padding or pointers.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                std::ptr::from_ref(object).cast::<u8>(),
-                std::mem::size_of::<T>(),
-            )
-        };
-        self.peer_memory(T::NAME, true, bytes, users)
+        let bytes = |address| super::runtime::bytes_at(object, address);
+        self.peer_memory(T::NAME, true, std::mem::size_of::<T>(), bytes, users)
     }
 
     /// `words` zeroed 32-bit words in this GPU's memory for kernels on this GPU and on
@@ -319,17 +313,24 @@ impl Runtime {
         words: usize,
         users: &[&Runtime],
     ) -> Result<PeerMemory, PlacementError> {
-        self.peer_memory("peer words", false, &vec![0; words * 4], users)
+        self.peer_memory(
+            "peer words",
+            false,
+            words * 4,
+            |_| vec![0; words * 4],
+            users,
+        )
     }
 
-    /// `bytes` copied into fresh memory of this GPU for kernels on this GPU and on
-    /// `users`, after checking every link for `object` (see [`PeerLink::admits`]) and
-    /// enabling each user's peer access.
+    /// `len` bytes, `bytes(address)` once the fresh memory of this GPU is at `address`,
+    /// for kernels on this GPU and on `users`, after checking every link for `object`
+    /// (see [`PeerLink::admits`]) and enabling each user's peer access.
     pub(super) fn peer_memory(
         &self,
         object: &'static str,
         rmw_from_every_party: bool,
-        bytes: &[u8],
+        len: usize,
+        bytes: impl FnOnce(sys::CUdeviceptr) -> Vec<u8>,
         users: &[&Runtime],
     ) -> Result<PeerMemory, PlacementError> {
         for user in users {
@@ -342,16 +343,18 @@ impl Runtime {
         self.bind()?;
         let mut device: sys::CUdeviceptr = 0;
         // SAFETY: an out-pointer to a local; at least one byte.
-        unsafe { sys::cuMemAlloc_v2(&mut device, bytes.len().max(1)) }
+        unsafe { sys::cuMemAlloc_v2(&mut device, len.max(1)) }
             .result()
             .map_err(CudaError::driver("allocate peer memory"))?;
         let memory = PeerMemory {
             owner: self.clone(),
             users: users.iter().map(|&user| user.clone()).collect(),
             device,
-            bytes: bytes.len(),
+            bytes: len,
         };
-        // SAFETY: the fresh allocation holds `bytes.len()` bytes.
+        let bytes = bytes(device);
+        assert_eq!(bytes.len(), len, "peer memory: the bytes to copy");
+        // SAFETY: the fresh allocation holds `len` bytes.
         unsafe { sys::cuMemcpyHtoD_v2(device, bytes.as_ptr().cast(), bytes.len()) }
             .result()
             .map_err(CudaError::driver("copy to peer memory"))?;

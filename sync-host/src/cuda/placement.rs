@@ -9,7 +9,7 @@ use std::ops::Deref;
 use std::ptr::NonNull;
 
 use cudarc::driver::sys;
-use sync_shared::bus::Direction;
+use sync_shared::bus::{Direction, GpuSideLines, SideLine};
 
 use super::{CudaError, Polled, Runtime};
 
@@ -19,8 +19,10 @@ use super::{CudaError, Polled, Runtime};
 ///
 /// The type is `#[repr(C)]`, made of atomic words and fields that do not change after
 /// construction (no pointers, closures or padding the device could misread), with the
-/// same layout as its device flavour, and `RMW_FROM_BOTH_SIDES` is `true` if its
-/// protocol ever lets a host thread and a GPU thread read-modify-write one word.
+/// same layout as its device flavour, `RMW_FROM_BOTH_SIDES` is `true` if its protocol
+/// ever lets a host thread and a GPU thread read-modify-write one word, and
+/// `gpu_side_lines` lists every line whose word GPU threads read-modify-write through
+/// an attached address (a bus object's, `GpuSideLines`).
 pub unsafe trait Shareable: Sync {
     /// Whether host and GPU threads both read-modify-write one of its words (the
     /// ordinary algorithms at `System` scope do; the bus objects never do).
@@ -34,53 +36,51 @@ pub unsafe trait Shareable: Sync {
     type HostView: ?Sized;
     /// The host's view of the object.
     fn host_view(&self) -> &Self::HostView;
+    /// The lines whose words GPU threads read-modify-write at the address the runtime
+    /// attaches when it places the object (a bus object's); none for the ordinary
+    /// algorithms, whose words kernels use in place.
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+        [None, None]
+    }
+}
+
+/// The `Shareable` items every bus object shares: the object is its own host view, and
+/// its GPU side lines are its `GpuSideLines`.
+macro_rules! bus_object {
+    ($name:literal) => {
+        const RMW_FROM_BOTH_SIDES: bool = false;
+        const NAME: &'static str = $name;
+        type HostView = Self;
+        fn host_view(&self) -> &Self {
+            self
+        }
+        fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+            GpuSideLines::gpu_side_lines(self)
+        }
+    };
 }
 
 // SAFETY: bus objects: bus words are loaded and stored only, side words are touched by
-// one side only; layouts asserted in `crate::layout_checks` and in sync-device.
+// one side only, the GPU's through the lines `GpuSideLines` lists; layouts asserted in
+// `crate::layout_checks` and in sync-device.
 unsafe impl<D: Direction> Shareable for crate::HandoffSemaphore<D> {
-    const RMW_FROM_BOTH_SIDES: bool = false;
-    const NAME: &'static str = "HandoffSemaphore";
-    type HostView = Self;
-    fn host_view(&self) -> &Self {
-        self
-    }
+    bus_object!("HandoffSemaphore");
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::HandoffChannel {
-    const RMW_FROM_BOTH_SIDES: bool = false;
-    const NAME: &'static str = "HandoffChannel";
-    type HostView = Self;
-    fn host_view(&self) -> &Self {
-        self
-    }
+    bus_object!("HandoffChannel");
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::BusLatch {
-    const RMW_FROM_BOTH_SIDES: bool = false;
-    const NAME: &'static str = "BusLatch";
-    type HostView = Self;
-    fn host_view(&self) -> &Self {
-        self
-    }
+    bus_object!("BusLatch");
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::BusBarrier {
-    const RMW_FROM_BOTH_SIDES: bool = false;
-    const NAME: &'static str = "BusBarrier";
-    type HostView = Self;
-    fn host_view(&self) -> &Self {
-        self
-    }
+    bus_object!("BusBarrier");
 }
 // SAFETY: as above.
 unsafe impl Shareable for crate::BusStopSource {
-    const RMW_FROM_BOTH_SIDES: bool = false;
-    const NAME: &'static str = "BusStopSource";
-    type HostView = Self;
-    fn host_view(&self) -> &Self {
-        self
-    }
+    bus_object!("BusStopSource");
 }
 // SAFETY: the ordinary algorithms: 32-bit atomic words (layouts asserted), updated by
 // read-modify-writes from whichever side uses them.
@@ -239,6 +239,9 @@ pub struct Placed<'r, T: Shareable> {
     host: NonNull<T>,
     device: sys::CUdeviceptr,
     memory: Memory,
+    /// Device memory holding the GPU side words of an object in mapped memory, one
+    /// 64-byte line each (0: none).
+    gpu_words: sys::CUdeviceptr,
 }
 
 /// A [`Placed`] object in pinned mapped host memory.
@@ -277,12 +280,28 @@ impl<'r, T: Shareable> Placed<'r, T> {
         // SAFETY: a fresh, suitably aligned allocation of `size_of::<T>()` bytes that
         // no kernel uses yet.
         unsafe { host.as_ptr().write(value) };
-        Ok(Self {
+        // From here on, dropping `placed` frees what is allocated so far.
+        let mut placed = Self {
             runtime,
             host,
             device,
             memory,
-        })
+            gpu_words: 0,
+        };
+        let lines = placed.object().gpu_side_lines();
+        match memory {
+            // Managed memory: the GPU read-modify-writes its words in place, at the same
+            // address as the host's.
+            Memory::Managed => {
+                for line in lines.into_iter().flatten() {
+                    // SAFETY: the line's own word in managed memory, alive as long as
+                    // the object; no kernel uses the object yet.
+                    unsafe { line.attach_gpu_word(line.word().as_ptr() as u64) };
+                }
+            }
+            Memory::Mapped => placed.gpu_words = attach_device_words(&lines)?,
+        }
+        Ok(placed)
     }
 }
 
@@ -315,9 +334,83 @@ impl<T: Shareable> Drop for Placed<'_, T> {
             match self.memory {
                 Memory::Mapped => sys::cuMemFreeHost(self.host.as_ptr().cast()),
                 Memory::Managed => sys::cuMemFree_v2(self.device),
+            };
+            if self.gpu_words != 0 {
+                sys::cuMemFree_v2(self.gpu_words);
             }
-        };
+        }
     }
+}
+
+/// Device memory holding the GPU side words of a bus object that lies in memory the
+/// caller manages (a [`MappedBuffer`](super::MappedBuffer), say), made by
+/// [`Runtime::attach_gpu_words`]. Dropping it waits for the context's work, detaches
+/// the words (a kernel that uses the object afterwards traps: "not placed by the
+/// runtime") and frees them.
+pub struct GpuWords<'a> {
+    runtime: &'a Runtime,
+    lines: [Option<&'a SideLine>; 2],
+    device: sys::CUdeviceptr,
+}
+
+impl fmt::Debug for GpuWords<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuWords")
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for GpuWords<'_> {
+    fn drop(&mut self) {
+        let _ = self.runtime.context.synchronize();
+        for line in self.lines.iter().flatten() {
+            // SAFETY: 0 attaches nothing (a GPU thread traps); no kernel runs any more.
+            unsafe { line.attach_gpu_word(0) };
+        }
+        if self.device != 0 {
+            let _ = self.runtime.bind();
+            // SAFETY: allocated by `attach_device_words`, freed once, no longer attached.
+            unsafe { sys::cuMemFree_v2(self.device) };
+        }
+    }
+}
+
+/// For an object in mapped host memory: device memory with a 64-byte line for each of
+/// `lines`, holding its word's value, attached to it (the GPU then never
+/// read-modify-writes the mapped object). Returns the allocation (0 when there are no
+/// lines). The caller has bound the context.
+fn attach_device_words(lines: &[Option<&SideLine>; 2]) -> Result<sys::CUdeviceptr, CudaError> {
+    const LINE: usize = 64;
+    let lines: Vec<&SideLine> = lines.iter().flatten().copied().collect();
+    if lines.is_empty() {
+        return Ok(0);
+    }
+    let mut words = vec![0_u64; lines.len() * LINE / 8];
+    for (index, line) in lines.iter().enumerate() {
+        words[index * LINE / 8] = line.word().load(std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut device: sys::CUdeviceptr = 0;
+    let bytes = words.len() * 8;
+    // SAFETY: an out-pointer to a local; `bytes` is not 0.
+    unsafe { sys::cuMemAlloc_v2(&mut device, bytes) }
+        .result()
+        .map_err(CudaError::driver(
+            "allocate the GPU side words of a bus object",
+        ))?;
+    // SAFETY: the fresh allocation holds `bytes` bytes; `words` as many.
+    let copied = unsafe { sys::cuMemcpyHtoD_v2(device, words.as_ptr().cast(), bytes) }.result();
+    if let Err(error) = copied {
+        // SAFETY: allocated above, not used by anything yet.
+        unsafe { sys::cuMemFree_v2(device) };
+        return Err(CudaError::driver("copy the GPU side words of a bus object")(error));
+    }
+    for (index, line) in lines.iter().enumerate() {
+        // SAFETY: a live, 64-byte aligned word of device memory holding the line's value,
+        // freed only after the object (`Placed::drop`); no kernel uses the object yet.
+        unsafe { line.attach_gpu_word(device + (index * LINE) as sys::CUdeviceptr) };
+    }
+    Ok(device)
 }
 
 impl<T: Shareable + fmt::Debug> fmt::Debug for Placed<'_, T> {
@@ -369,6 +462,32 @@ impl Runtime {
             });
         }
         Placed::place(self, value, Memory::Mapped)
+    }
+
+    /// Gives the GPU side words of `object`, a bus object that lies in mapped memory the
+    /// caller allocated (a [`MappedBuffer`](super::MappedBuffer), say), a home in this
+    /// GPU's memory, as [`place_mapped`](Self::place_mapped) does for the objects it
+    /// places: the kernels' read-modify-writes then never cross the bus (see
+    /// `sync_shared::bus::SideLine`). Attach before launching a kernel that uses the
+    /// object, and keep the returned [`GpuWords`] while kernels use it.
+    ///
+    /// The words start from the object's counts now.
+    ///
+    /// # Errors
+    ///
+    /// A failed driver call.
+    pub fn attach_gpu_words<'a, T: Shareable>(
+        &'a self,
+        object: &'a T,
+    ) -> Result<GpuWords<'a>, CudaError> {
+        self.bind()?;
+        let lines = object.gpu_side_lines();
+        let device = attach_device_words(&lines)?;
+        Ok(GpuWords {
+            runtime: self,
+            lines,
+            device,
+        })
     }
 
     /// Places `value` in managed memory, which needs `concurrentManagedAccess` for the

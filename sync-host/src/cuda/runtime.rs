@@ -207,14 +207,12 @@ impl Runtime {
     /// asserted at compile time on both sides), so a kernel takes the pointer as a
     /// `*const sync_device::Barrier` (or `Latch`, ...).
     pub fn upload_object<T: DeviceObject>(&self, object: &T) -> Result<CudaSlice<u8>, CudaError> {
-        // SAFETY: `DeviceObject` types are plain words without padding or pointers.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(
-                std::ptr::from_ref(object).cast::<u8>(),
-                std::mem::size_of::<T>(),
-            )
-        };
-        self.upload(bytes)
+        let mut memory = self.zeros::<u8>(std::mem::size_of::<T>().max(1))?;
+        let bytes = bytes_at(object, self.address(&memory));
+        self.stream
+            .memcpy_htod(&bytes, &mut memory)
+            .map_err(CudaError::driver("copy to the device"))?;
+        Ok(memory)
     }
 
     /// Zeroed device memory for `len` values.
@@ -250,8 +248,53 @@ impl Runtime {
 /// # Safety
 ///
 /// The type is `#[repr(C)]`, made of atomic words only (32- or 64-bit; no padding,
-/// pointers or closures), with the same layout as its device flavour.
-pub unsafe trait DeviceObject {}
+/// pointers or closures), with the same layout as its device flavour, and has no
+/// destructor; `attach_in_gpu_memory` only stores to GPU side words.
+pub unsafe trait DeviceObject {
+    /// Prepares the host's copy of the bytes that will lie at device address `address`
+    /// (device or peer memory): a bus object's GPU side words are pointed at
+    /// themselves there (see `sync_shared::bus::SideLine`); nothing for the others.
+    ///
+    /// # Safety
+    ///
+    /// `self` is that copy, and its bytes are copied to `address` before any kernel
+    /// uses them.
+    unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
+        let _ = address;
+    }
+}
+
+/// The bytes of a bitwise copy of `object` that will lie at device address `address`,
+/// with its GPU side words attached there.
+pub(super) fn bytes_at<T: DeviceObject>(object: &T, address: sys::CUdeviceptr) -> Vec<u8> {
+    let mut copy = Box::<T>::new_uninit();
+    // SAFETY: room for one `T`; `DeviceObject` types are plain words, so a bitwise copy
+    // is a valid object.
+    let copy = unsafe {
+        std::ptr::copy_nonoverlapping(object, copy.as_mut_ptr(), 1);
+        copy.assume_init_ref()
+    };
+    // SAFETY: `copy` is the host's copy of the bytes the caller puts at `address`.
+    unsafe { copy.attach_in_gpu_memory(address) };
+    // SAFETY: `size_of::<T>()` initialized bytes without padding (`DeviceObject`).
+    unsafe {
+        std::slice::from_raw_parts(
+            std::ptr::from_ref(copy).cast::<u8>(),
+            std::mem::size_of::<T>(),
+        )
+    }
+    .to_vec()
+}
+
+/// The `DeviceObject` methods of a bus object: its GPU side lines point at themselves.
+macro_rules! attach_bus_lines {
+    () => {
+        unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
+            // SAFETY: the caller's contract, which is `GpuSideLines`' too.
+            unsafe { sync_shared::bus::GpuSideLines::attach_in_gpu_memory(self, address) }
+        }
+    };
+}
 
 // SAFETY: state and expected words; the layout is asserted in `crate::layout_checks`.
 unsafe impl DeviceObject for crate::Barrier {}
@@ -262,9 +305,21 @@ unsafe impl<const MAX: u32> DeviceObject for crate::CountingSemaphore<MAX> {}
 // SAFETY: bus objects: 64-bit atomic words on lines of their own and a zero-sized
 // marker (layouts asserted in `crate::layout_checks`); the `GpuToGpu` semaphore and the
 // stop source are the bus objects whose both ends may be GPUs.
-unsafe impl DeviceObject for crate::HandoffSemaphore<crate::GpuToGpu> {}
+unsafe impl DeviceObject for crate::HandoffSemaphore<crate::GpuToGpu> {
+    attach_bus_lines!();
+}
 // SAFETY: as above.
-unsafe impl DeviceObject for crate::BusStopSource {}
+unsafe impl DeviceObject for crate::BusStopSource {
+    attach_bus_lines!();
+}
 // SAFETY: an array of such objects has their layout back to back, without padding
 // (each size is a multiple of its alignment).
-unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {}
+unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {
+    unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
+        for (index, element) in self.iter().enumerate() {
+            let offset = (index * std::mem::size_of::<T>()) as sys::CUdeviceptr;
+            // SAFETY: each element lies at its offset from the array's address.
+            unsafe { element.attach_in_gpu_memory(address + offset) };
+        }
+    }
+}

@@ -5,7 +5,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::counter::{BusPair, PublishedCount};
-use super::{misuse, BusWait, Line, Side, SideKind};
+use super::{misuse, BusWait, GpuSideLines, Side, SideKind, SideLine};
 use crate::primitive::{const_fn, Ordering};
 
 /// A barrier of `host_parties` host participants and `gpu_parties` GPU participants.
@@ -34,8 +34,8 @@ pub struct BusBarrier<B> {
     /// Bus words: arrivals published by each side (one line).
     arrived: BusPair,
     /// Each side's word: arrivals reserved by its threads.
-    host_reserved: Line,
-    gpu_reserved: Line,
+    host_reserved: SideLine,
+    gpu_reserved: SideLine,
     host_parties: u64,
     gpu_parties: u64,
     _marker: PhantomData<fn() -> B>,
@@ -69,8 +69,8 @@ impl<B: Side> BusBarrier<B> {
             );
             Self {
                 arrived: BusPair::new(0, 0),
-                host_reserved: Line::new(0),
-                gpu_reserved: Line::new(0),
+                host_reserved: SideLine::new(0),
+                gpu_reserved: SideLine::new(0),
                 host_parties,
                 gpu_parties,
                 _marker: PhantomData,
@@ -159,9 +159,16 @@ impl<B: Side> BusBarrier<B> {
         }
         let count = PublishedCount {
             published: self.arrived.of(B::KIND),
-            reserved: &reserved.word,
+            reserved,
         };
         (count, parties, other, other_parties)
+    }
+}
+
+// SAFETY: each side's `reserved` are the only side words; the GPU's is listed.
+unsafe impl<B: Side> GpuSideLines for BusBarrier<B> {
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+        [Some(&self.gpu_reserved), None]
     }
 }
 

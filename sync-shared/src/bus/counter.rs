@@ -20,7 +20,7 @@
 //! one's turn is an acquire load, so an adder's release also carries the writes of the
 //! adders before it (a chain of release/acquire pairs).
 
-use super::{misuse, BusWord, Side, SideKind, BUS_COUNT_MAX, EXCLUSIVE};
+use super::{misuse, BusWord, Side, SideKind, SideLine, BUS_COUNT_MAX, EXCLUSIVE};
 use crate::primitive::{const_fn, Ordering};
 
 /// The published words of both sides on one 64-byte line. A round trip (one side
@@ -59,7 +59,7 @@ pub(crate) struct PublishedCount<'a> {
     /// Bus word: the count as published to the other side.
     pub(crate) published: &'a BusWord,
     /// Side word: units handed out to adders; [`EXCLUSIVE`] while an endpoint owns it.
-    pub(crate) reserved: &'a BusWord,
+    pub(crate) reserved: &'a SideLine,
 }
 
 impl PublishedCount<'_> {
@@ -78,7 +78,7 @@ impl PublishedCount<'_> {
         operation: &'static str,
         fill: impl FnOnce(u64),
     ) -> u64 {
-        let first = B::fetch_add_side(self.reserved, n, Ordering::Relaxed);
+        let first = B::fetch_add_side(B::side_word(self.reserved), n, Ordering::Relaxed);
         if first & EXCLUSIVE != 0 {
             misuse(
                 operation,
@@ -138,7 +138,7 @@ impl PublishedCount<'_> {
 
     /// Ends an exclusive endpoint whose count is `count`.
     pub(crate) fn unclaim<B: Side>(&self, count: u64) {
-        B::store_side(self.reserved, count, Ordering::Release);
+        B::store_side(B::side_word(self.reserved), count, Ordering::Release);
     }
 }
 
@@ -159,7 +159,8 @@ impl<B: Side> Drop for PublishOnUnwind<'_, B> {
 
 /// Sets [`EXCLUSIVE`] in a side word; returns the count it held, or `None` if it was
 /// already set.
-pub(crate) fn claim_word<B: Side>(word: &BusWord) -> Option<u64> {
+pub(crate) fn claim_word<B: Side>(line: &SideLine) -> Option<u64> {
+    let word = B::side_word(line);
     let mut value = B::load_side(word, Ordering::Relaxed);
     loop {
         if value & EXCLUSIVE != 0 {

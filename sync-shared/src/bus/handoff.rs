@@ -6,7 +6,10 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::counter::{claim_word, BusPair, PublishedCount};
-use super::{misuse, BusWait, Direction, Line, Side, SideKind, SideOf, BUS_COUNT_MAX, EXCLUSIVE};
+use super::{
+    misuse, BusWait, Direction, GpuSideLines, Line, Side, SideKind, SideLine, SideOf,
+    BUS_COUNT_MAX, EXCLUSIVE,
+};
 use crate::primitive::{const_fn, Ordering};
 
 /// The words of one direction: the releasing side's published count and the acquiring
@@ -15,7 +18,7 @@ use crate::primitive::{const_fn, Ordering};
 struct Direct<'a> {
     released: PublishedCount<'a>,
     /// Acquiring side's word: units acquired; `EXCLUSIVE` while a [`Consumer`] owns it.
-    taken: &'a super::BusWord,
+    taken: &'a SideLine,
 }
 
 impl<'a> Direct<'a> {
@@ -34,13 +37,14 @@ impl<'a> Direct<'a> {
     }
 
     fn try_acquire<B: Side>(self) -> Option<u64> {
-        let mut taken = self.shared_taken(B::load_side(self.taken, Ordering::Relaxed));
+        let taken_word = B::side_word(self.taken);
+        let mut taken = self.shared_taken(B::load_side(taken_word, Ordering::Relaxed));
         loop {
             if self.released.value::<B>(Ordering::Acquire) <= taken {
                 return None;
             }
             match B::compare_exchange_side(
-                self.taken,
+                taken_word,
                 taken,
                 taken + 1,
                 Ordering::Relaxed,
@@ -57,7 +61,7 @@ impl<'a> Direct<'a> {
             if let Some(unit) = self.try_acquire::<B>() {
                 return Ok(unit);
             }
-            let seen = self.shared_taken(B::load_side(self.taken, Ordering::Relaxed));
+            let seen = self.shared_taken(B::load_side(B::side_word(self.taken), Ordering::Relaxed));
             wait.wait_until(&mut || self.released.value::<B>(Ordering::Relaxed) > seen)?;
         }
     }
@@ -97,8 +101,8 @@ impl<'a> Direct<'a> {
 /// - Any number of threads of the producing side may [`release`](Self::release)
 ///   concurrently; any number of threads of the consuming side may
 ///   [`acquire`](Self::acquire) concurrently. Each costs read-modify-writes on the
-///   side's own words (on the GPU they cross PCIe when the object is in mapped memory:
-///   about 1 µs each).
+///   side's own words (the GPU's in GPU memory, see [`SideLine`]) besides the bus
+///   traffic.
 /// - One thread may instead take the side's exclusive endpoint
 ///   ([`producer`](Self::producer), [`consumer`](Self::consumer)): then a release is one
 ///   store and an acquire is polling one word.
@@ -121,9 +125,9 @@ pub struct HandoffSemaphore<D: Direction, B> {
     /// Bus word: units released, published by the producing side.
     released: Line,
     /// Producing side's word: units reserved by releasers.
-    reserved: Line,
+    reserved: SideLine,
     /// Consuming side's word: units acquired.
-    taken: Line,
+    taken: SideLine,
     _marker: PhantomData<fn() -> (D, B)>,
 }
 
@@ -133,8 +137,8 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
         pub fn new(initial: u64) -> Self {
             Self {
                 released: Line::new(initial),
-                reserved: Line::new(initial),
-                taken: Line::new(0),
+                reserved: SideLine::new(initial),
+                taken: SideLine::new(0),
                 _marker: PhantomData,
             }
         }
@@ -149,9 +153,9 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
         Direct {
             released: PublishedCount {
                 published: &self.released.word,
-                reserved: &self.reserved.word,
+                reserved: &self.reserved,
             },
-            taken: &self.taken.word,
+            taken: &self.taken,
         }
     }
 
@@ -247,10 +251,10 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
 pub struct HandoffChannel<B> {
     /// Bus words: units the host released, units the GPU released.
     released: BusPair,
-    host_reserved: Line,
-    host_taken: Line,
-    gpu_reserved: Line,
-    gpu_taken: Line,
+    host_reserved: SideLine,
+    host_taken: SideLine,
+    gpu_reserved: SideLine,
+    gpu_taken: SideLine,
     _marker: PhantomData<fn() -> B>,
 }
 
@@ -260,10 +264,10 @@ impl<B: Side> HandoffChannel<B> {
         pub fn new(to_gpu: u64, to_host: u64) -> Self {
             Self {
                 released: BusPair::new(to_gpu, to_host),
-                host_reserved: Line::new(to_gpu),
-                host_taken: Line::new(0),
-                gpu_reserved: Line::new(to_host),
-                gpu_taken: Line::new(0),
+                host_reserved: SideLine::new(to_gpu),
+                host_taken: SideLine::new(0),
+                gpu_reserved: SideLine::new(to_host),
+                gpu_taken: SideLine::new(0),
                 _marker: PhantomData,
             }
         }
@@ -278,9 +282,9 @@ impl<B: Side> HandoffChannel<B> {
         Direct {
             released: PublishedCount {
                 published: self.released.of(B::KIND),
-                reserved: &reserved.word,
+                reserved,
             },
-            taken: &taken.word,
+            taken,
         }
     }
 
@@ -293,9 +297,9 @@ impl<B: Side> HandoffChannel<B> {
         Direct {
             released: PublishedCount {
                 published: self.released.of(other),
-                reserved: &reserved.word,
+                reserved,
             },
-            taken: &taken.word,
+            taken,
         }
     }
 
@@ -401,7 +405,7 @@ impl<B: Side> Drop for Producer<'_, B> {
 /// `acquire`.
 pub struct Consumer<'a, B: Side> {
     released: PublishedCount<'a>,
-    taken_word: &'a super::BusWord,
+    taken_word: &'a SideLine,
     taken: u64,
     _side: PhantomData<fn() -> B>,
 }
@@ -441,7 +445,25 @@ impl<B: Side> Consumer<'_, B> {
 
 impl<B: Side> Drop for Consumer<'_, B> {
     fn drop(&mut self) {
-        B::store_side(self.taken_word, self.taken, Ordering::Release);
+        B::store_side(B::side_word(self.taken_word), self.taken, Ordering::Release);
+    }
+}
+
+// SAFETY: the producing side's `reserved` and the consuming side's `taken` are the
+// only side words, and the GPU's are listed.
+unsafe impl<D: Direction, B: Side> GpuSideLines for HandoffSemaphore<D, B> {
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+        [
+            (D::PRODUCER == SideKind::Gpu).then_some(&self.reserved),
+            (D::CONSUMER == SideKind::Gpu).then_some(&self.taken),
+        ]
+    }
+}
+
+// SAFETY: the GPU's two side words of the four.
+unsafe impl<B: Side> GpuSideLines for HandoffChannel<B> {
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+        [Some(&self.gpu_reserved), Some(&self.gpu_taken)]
     }
 }
 

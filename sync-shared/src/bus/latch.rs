@@ -4,7 +4,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::counter::{BusPair, PublishedCount};
-use super::{misuse, BusWait, Line, Side, SideKind, BUS_COUNT_MAX};
+use super::{misuse, BusWait, GpuSideLines, Side, SideKind, SideLine, BUS_COUNT_MAX};
 use crate::primitive::{const_fn, Ordering};
 
 /// A single-use latch whose count-downs and waits come from both sides of the bus.
@@ -27,8 +27,8 @@ pub struct BusLatch<B> {
     /// Bus words: count-downs published by each side (one line).
     counted: BusPair,
     /// Each side's word: count-downs reserved by its threads.
-    host_reserved: Line,
-    gpu_reserved: Line,
+    host_reserved: SideLine,
+    gpu_reserved: SideLine,
     expected: u64,
     _marker: PhantomData<fn() -> B>,
 }
@@ -44,8 +44,8 @@ impl<B: Side> BusLatch<B> {
             assert!(expected <= BUS_COUNT_MAX, "BusLatch::new: expected exceeds BUS_COUNT_MAX");
             Self {
                 counted: BusPair::new(0, 0),
-                host_reserved: Line::new(0),
-                gpu_reserved: Line::new(0),
+                host_reserved: SideLine::new(0),
+                gpu_reserved: SideLine::new(0),
                 expected,
                 _marker: PhantomData,
             }
@@ -75,7 +75,7 @@ impl<B: Side> BusLatch<B> {
         };
         let mine = PublishedCount {
             published: self.counted.of(B::KIND),
-            reserved: &reserved.word,
+            reserved,
         };
         mine.add_with::<B>(n, "BusLatch::count_down", |first| {
             let seen = B::load_bus(self.counted.of(other), Ordering::Relaxed);
@@ -109,6 +109,13 @@ impl<B: Side> BusLatch<B> {
     pub fn arrive_and_wait<W: BusWait>(&self, n: u64, wait: W) -> Result<(), W::Error> {
         self.count_down(n);
         self.wait(wait)
+    }
+}
+
+// SAFETY: each side's `reserved` are the only side words; the GPU's is listed.
+unsafe impl<B: Side> GpuSideLines for BusLatch<B> {
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+        [Some(&self.gpu_reserved), None]
     }
 }
 

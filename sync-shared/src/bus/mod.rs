@@ -11,7 +11,11 @@
 //!   other side with system-scope loads;
 //! - **side words**, read-modify-written by the threads of one side only, with atomics
 //!   of that side's own scope (system on the host, device scope on the GPU), never
-//!   touched by the other side.
+//!   touched by the other side. A GPU never read-modify-writes a word of memory the
+//!   host may own: each side word of the GPU is a [`SideLine`], and GPU threads use the
+//!   word at the address the runtime attached to it when it placed the object (in
+//!   device memory for an object in mapped host memory). A GPU thread that finds no
+//!   address there traps: the object was not placed by the runtime.
 //!
 //! Contention among the threads of one side is resolved on its side words; what the
 //! other side must see is then *published* on a bus word in order (the protocol is in
@@ -34,11 +38,13 @@ mod barrier;
 mod counter;
 mod handoff;
 mod latch;
+mod side_line;
 mod stop;
 
 pub use barrier::{BusArrivalToken, BusBarrier};
 pub use handoff::{Consumer, HandoffChannel, HandoffSemaphore, Producer};
 pub use latch::BusLatch;
+pub use side_line::{GpuSideLines, SideLine};
 pub use stop::BusStopSource;
 
 use core::fmt;
@@ -76,6 +82,14 @@ pub unsafe trait Side: 'static {
     fn load_bus(word: &BusWord, order: Ordering) -> u64;
     /// System-scope store to a bus word this side owns.
     fn store_bus(word: &BusWord, value: u64, order: Ordering);
+    /// The word this side's threads read-modify-write for `line`: the line's own word
+    /// by default (the host, and CPU stand-ins in tests); the GPU's implementation
+    /// follows the address the runtime attached ([`SideLine::gpu_word`]) and traps
+    /// without one.
+    #[inline(always)]
+    fn side_word(line: &SideLine) -> &BusWord {
+        line.word()
+    }
     /// Load of a side word.
     fn load_side(word: &BusWord, order: Ordering) -> u64;
     /// Store to a side word.
@@ -93,6 +107,7 @@ pub unsafe trait Side: 'static {
     /// Strong compare-and-exchange on a side word that threads of several GPUs may
     /// race on (the GPU's claim word of a [`BusStopSource`] shared by two GPUs): the
     /// GPU's is at system scope; the host's, [`compare_exchange_side`](Self::compare_exchange_side).
+    /// It is never given a word of memory the host owns (see [`SideLine`]).
     fn compare_exchange_shared(
         word: &BusWord,
         current: u64,
@@ -125,8 +140,8 @@ pub struct HostToGpu;
 /// work to the next GPU). Both ends are GPU sides; the object sits in the consuming
 /// GPU's memory (its polls stay local, the producer's stores cross the link) and is
 /// placed with `Runtime::place_for_peers`, which checks that the producing GPU's
-/// atomics there are native (its own side word lives there too). Each GPU's side word
-/// is read-modify-written by that GPU's threads only.
+/// atomics there are native (its own side word lives there too, attached in place).
+/// Each GPU's side word is read-modify-written by that GPU's threads only.
 #[derive(Clone, Copy, Debug)]
 pub struct GpuToGpu;
 
@@ -183,8 +198,8 @@ impl fmt::Display for WaitError {
 
 impl core::error::Error for WaitError {}
 
-/// A bus or side word alone on its 64-byte line, so that one side's polling does not
-/// pull in the lines the other side writes.
+/// A bus word alone on its 64-byte line, so that one side's polling does not pull in
+/// the lines the other side writes (side words: [`SideLine`]).
 #[repr(C, align(64))]
 pub(crate) struct Line {
     pub(crate) word: BusWord,

@@ -4,7 +4,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::counter::BusPair;
-use super::{BusWait, Line, Side, SideKind};
+use super::{BusWait, GpuSideLines, Side, SideKind, SideLine};
 use crate::backend::Backend;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
@@ -30,9 +30,9 @@ pub struct BusStopSource<B> {
     /// Bus words: 1 once that side requested stop (one line).
     requested: BusPair,
     /// Host-side word: claimed by the first host request.
-    host_claim: Line,
+    host_claim: SideLine,
     /// GPU-side word: claimed by the first GPU request.
-    gpu_claim: Line,
+    gpu_claim: SideLine,
     _marker: PhantomData<fn() -> B>,
 }
 
@@ -42,8 +42,8 @@ impl<B: Side> BusStopSource<B> {
         pub fn new() -> Self {
             Self {
                 requested: BusPair::new(0, 0),
-                host_claim: Line::new(0),
-                gpu_claim: Line::new(0),
+                host_claim: SideLine::new(0),
+                gpu_claim: SideLine::new(0),
                 _marker: PhantomData,
             }
         }
@@ -64,10 +64,16 @@ impl<B: Side> BusStopSource<B> {
         // other's request, each side's load would have to follow the other's store,
         // which follows that side's load — a cycle. So at most one side sees the other.
         let other_seen = B::load_bus(self.requested.of(other), Ordering::Acquire) != 0;
-        // Shared: two GPUs may both request through the GPU's claim.
-        let first_here =
-            B::compare_exchange_shared(&claim.word, 0, 1, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok();
+        // Shared: two GPUs may both request through the GPU's claim (a word in GPU
+        // memory: see `SideLine`).
+        let first_here = B::compare_exchange_shared(
+            B::side_word(claim),
+            0,
+            1,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )
+        .is_ok();
         // Every request stores, not only the first of its side: a later one must not
         // return before the request is visible, and its caller's writes must be
         // published too. Only this side writes the word, so storing 1 again is harmless.
@@ -111,6 +117,13 @@ impl<B: Side> BusStopSource<B> {
     ) -> Result<bool, W::Error> {
         self.wait(wait)?;
         Ok(target.request_stop())
+    }
+}
+
+// SAFETY: the two claims are the only side words; the GPU's is listed.
+unsafe impl<B: Side> GpuSideLines for BusStopSource<B> {
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2] {
+        [Some(&self.gpu_claim), None]
     }
 }
 

@@ -1,0 +1,131 @@
+//! [`SideLine`]: a side word on its own line, and where the GPU finds the word it
+//! read-modify-writes in its place.
+
+use super::BusWord;
+use crate::primitive::{const_fn, Ordering};
+
+/// A side word alone on its 64-byte line, beside the device address of the word that
+/// GPU threads read-modify-write instead of it.
+///
+/// A bus object usually lies in pinned mapped host memory, where a GPU's
+/// read-modify-write crosses PCIe and is not atomic for the host (machines with
+/// `hostNativeAtomicSupported = 0`): the bus promise is that the GPU only loads and
+/// stores there. So the GPU never read-modify-writes `word` of a line in mapped memory;
+/// when the runtime places the object, it attaches to each of the GPU's lines
+/// ([`GpuSideLines`]) the address of a word in GPU memory: a fresh word in device
+/// memory holding the line's value for an object in mapped memory, the line's own word
+/// for an object in device, managed or peer memory. Host threads use `word`.
+///
+/// A GPU thread that finds no address attached traps: the object was not placed by the
+/// runtime (built by hand in mapped memory, say), and nothing tells where its GPU words
+/// may live.
+#[repr(C, align(64))]
+pub struct SideLine {
+    /// The side word itself (the host's; the GPU's only where the object lies in GPU
+    /// memory and the attached address points here).
+    word: BusWord,
+    /// Device address of the word GPU threads use; 0 until the runtime attaches one.
+    gpu_word: BusWord,
+}
+
+impl SideLine {
+    const_fn! {
+        pub(crate) fn new(value: u64) -> Self {
+            Self {
+                word: BusWord::new(value),
+                gpu_word: BusWord::new(0),
+            }
+        }
+    }
+
+    /// The line's own word (host threads read-modify-write it).
+    #[inline(always)]
+    pub fn word(&self) -> &BusWord {
+        &self.word
+    }
+
+    /// The device address of the word GPU threads use in this line's place, or 0 if the
+    /// runtime attached none.
+    ///
+    /// A plain load: the address is written by the host before any kernel uses the
+    /// object and does not change while kernels run.
+    #[inline(always)]
+    pub fn gpu_word(&self) -> u64 {
+        self.gpu_word.load(Ordering::Relaxed)
+    }
+
+    /// The word GPU threads use in this line's place: the one at the attached address.
+    ///
+    /// # Panics
+    ///
+    /// (A trap on the device.) If the runtime attached none: the object was not placed
+    /// by the runtime, so its GPU side has no word it may read-modify-write.
+    #[inline(always)]
+    pub fn attached_gpu_word(&self) -> &BusWord {
+        let address = self.gpu_word();
+        if address == 0 {
+            not_placed();
+        }
+        // SAFETY: a nonzero address was attached with `attach_gpu_word`, whose contract
+        // makes it a live, aligned word for as long as kernels use the object.
+        unsafe { &*(address as usize as *const BusWord) }
+    }
+
+    /// Tells GPU threads to use the word at device address `address` in this line's
+    /// place.
+    ///
+    /// # Safety
+    ///
+    /// From now on, while any kernel may use the object, `address` is the device
+    /// address of a live, 8-byte aligned word that holds the line's count and that the
+    /// GPU threads using the object may read-modify-write atomically with device-scope
+    /// atomics (and with system-scope ones among several GPUs, for a stop source's
+    /// claim): device memory, managed memory or a peer's memory reached with native
+    /// atomics, never pinned host memory. No kernel uses the object while it changes.
+    pub unsafe fn attach_gpu_word(&self, address: u64) {
+        self.gpu_word.store(address, Ordering::Relaxed);
+    }
+}
+
+/// A bus object's side lines whose words GPU threads read-modify-write (at most two):
+/// the runtime attaches a GPU word to each when it places the object (see
+/// [`SideLine`]).
+///
+/// # Safety
+///
+/// The lines returned are fields of `self` (so that their offsets in the object are
+/// fixed), and every side word a GPU thread read-modify-writes is the word of one of
+/// them.
+pub unsafe trait GpuSideLines {
+    /// The GPU's side lines of this object.
+    fn gpu_side_lines(&self) -> [Option<&SideLine>; 2];
+
+    /// Attaches to each of the GPU's lines its own word, for an object that lies at
+    /// device address `address` in memory whose words the GPU may read-modify-write
+    /// (device, managed or peer memory with native atomics).
+    ///
+    /// # Safety
+    ///
+    /// `self` is the host's copy of the bytes that lie (or will lie, before any kernel
+    /// uses them) at `address` in such memory, and stays so while kernels use it.
+    unsafe fn attach_in_gpu_memory(&self, address: u64) {
+        let base = core::ptr::from_ref(self).cast::<u8>() as u64;
+        for line in self.gpu_side_lines().into_iter().flatten() {
+            let offset = line.word().as_ptr() as u64 - base;
+            // SAFETY: the word at `offset` of the object at `address` is the line's own
+            // word in memory the GPU may read-modify-write (the caller's contract).
+            unsafe { line.attach_gpu_word(address + offset) };
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn not_placed() -> ! {
+    super::misuse(
+        "bus object on the GPU",
+        "the object was not placed by the runtime (Runtime::place_mapped, place_managed, \
+         place_for_peers or upload_object), so its GPU side words have no home",
+    )
+}
