@@ -293,8 +293,9 @@ run_exe() {
             # Every error the tool counted must be of the expected kind.
             local pattern="${expect#flag }" errors matched
             errors=$(errors_in "$log")
-            # The tool's own lines only (the test's output may quote anything).
-            matched=$(grep -a '^========= ' "$log" | grep -cF -- "$pattern")
+            # The tool's own lines only (the test's output may quote anything); one may
+            # follow libtest's "test NAME ... " on its line.
+            matched=$(grep -aoE '========= .*' "$log" | grep -cF -- "$pattern")
             if [[ $code -eq 99 && $ran -eq 1 && $matched -ge 1 && $matched -eq $errors ]]; then
                 verdict=passed
                 why="reported as expected: $matched × $pattern"
