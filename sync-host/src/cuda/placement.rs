@@ -296,7 +296,7 @@ impl<'r, T: Shareable> Placed<'r, T> {
                 for line in lines.into_iter().flatten() {
                     // SAFETY: the line's own word in managed memory, alive as long as
                     // the object; no kernel uses the object yet.
-                    unsafe { line.attach_gpu_word(line.word().as_ptr() as u64) };
+                    unsafe { line.attach_gpu_word(std::ptr::from_ref(line.word()) as u64) };
                 }
             }
             Memory::Mapped => placed.gpu_words = attach_device_words(&lines)?,

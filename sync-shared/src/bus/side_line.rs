@@ -111,7 +111,7 @@ pub unsafe trait GpuSideLines {
     unsafe fn attach_in_gpu_memory(&self, address: u64) {
         let base = core::ptr::from_ref(self).cast::<u8>() as u64;
         for line in self.gpu_side_lines().into_iter().flatten() {
-            let offset = line.word().as_ptr() as u64 - base;
+            let offset = core::ptr::from_ref(line.word()) as u64 - base;
             // SAFETY: the word at `offset` of the object at `address` is the line's own
             // word in memory the GPU may read-modify-write (the caller's contract).
             unsafe { line.attach_gpu_word(address + offset) };
