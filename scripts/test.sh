@@ -39,6 +39,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p sync-host --
 step "host tests (release; builds the kernels and the example's kernels with sync-build)"
 cargo test --workspace --release --locked
 
+step "a no-op rebuild compiles nothing (the kernel crates' nested builds included)"
+bash scripts/rebuild-check.sh
+
 step "a host-only user program: stable only, no nested nvptx build, no PTX"
 bash scripts/host-only-check.sh
 

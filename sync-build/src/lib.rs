@@ -59,6 +59,7 @@
 
 mod command;
 mod dep_info;
+mod diagnostics;
 mod error;
 mod manifest;
 mod toolchain;
@@ -392,9 +393,21 @@ impl KernelCrate {
     }
 
     /// Inputs known before the nested build has run (its dep-info adds the rest).
+    /// Only paths that exist: cargo takes a missing one for changed and reruns every
+    /// build. A `build.rs` or `Cargo.lock` that may appear later is watched through the
+    /// kernel crate's directory, which cargo scans for the newest change.
     fn rerun_on_inputs(&self) {
         for file in ["Cargo.toml", "Cargo.lock", "build.rs", "src"] {
-            println!("cargo:rerun-if-changed={}", self.dir.join(file).display());
+            let path = self.dir.join(file);
+            if path.exists() {
+                println!("cargo:rerun-if-changed={}", path.display());
+            }
+        }
+        if ["build.rs", "Cargo.lock"]
+            .iter()
+            .any(|file| !self.dir.join(file).exists())
+        {
+            println!("cargo:rerun-if-changed={}", self.dir.display());
         }
         for variable in [TOOLCHAIN_VARIABLE, REQUIRED_VARIABLE] {
             println!("cargo:rerun-if-env-changed={variable}");
@@ -452,17 +465,30 @@ impl KernelCrate {
             .arg("--target-dir")
             .arg(&target_dir)
             .args(command::PROFILE)
+            .arg("--message-format=json")
             .args(["--", "--emit=asm", "-Clinker=true"])
             .env("CARGO_ENCODED_RUSTFLAGS", self.encoded_rustflags(flavour));
         let output = cargo.output().map_err(|error| BuildError::Toolchain {
             toolchain: found.toolchain.clone(),
             detail: format!("cannot run `cargo +{}`: {error}", found.toolchain),
         })?;
+        let messages = diagnostics::messages(
+            &String::from_utf8_lossy(&output.stdout),
+            &fs::canonicalize(self.dir.join("Cargo.toml"))
+                .unwrap_or_else(|_| self.dir.join("Cargo.toml")),
+        );
         if !output.status.success() {
             return Err(BuildError::Compile {
                 dir: self.dir.clone(),
-                stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+                stderr: diagnostics::failure_text(
+                    &messages,
+                    &String::from_utf8_lossy(&output.stderr),
+                ),
             });
+        }
+        // Once: the checked flavour repeats the release flavour's warnings.
+        if flavour == Flavour::Release {
+            diagnostics::forward_own_warnings(&messages);
         }
         let deps = target_dir.join(TARGET).join("release/deps");
         let asm = deps.join(format!("{stem}.s"));
