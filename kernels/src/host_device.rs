@@ -11,7 +11,7 @@ use core::time::Duration;
 use crate::count;
 use sync_device::ptx_atomics::PtxScope;
 use sync_device::{DeviceWait, GlobalTime, Gpu, HandoffSemaphore, HostToGpu, System};
-use sync_shared::{Backend, Device, Ordering};
+use sync_shared::{Backend, Ordering};
 
 /// What [`hd_wait_handoff`] writes to its `outcome` word.
 const ACQUIRED: u32 = 1;

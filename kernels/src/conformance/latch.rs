@@ -162,7 +162,7 @@ fn latch_rounds_checked<S: PtxScope>(
 /// `(slots, rounds, report)`, `slots` two words per thread of the launch.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_latch_rounds_block(
-    mut grid: Grid,
+    grid: Grid,
     slots: *mut u32,
     rounds: u32,
     report: *mut u32,
