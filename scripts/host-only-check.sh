@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A user's host-only program (CPU primitives only) builds on stable with no nightly
-# toolchain installed, runs no nested nvptx build, and carries no PTX.
+# toolchain installed, depends on nothing of CUDA (no cudarc: the facade's `cuda`
+# feature is off), runs no nested nvptx build, and carries no PTX.
 #
 # Builds a fresh crate (in target/host-only-check) that depends on this repository's
 # facade and uses a CPU Barrier, under a RUSTUP_HOME that holds the stable toolchain
@@ -49,6 +50,13 @@ if cargo +nightly --version >/dev/null 2>&1; then
     exit 1
 fi
 rm -rf "$work/target/sync-build"
+# Without the facade's `cuda` feature nothing of CUDA is built.
+tree="$(cd "$work/app" && cargo tree --edges normal --prefix none)"
+if grep -E '^(cudarc|libloading) ' <<<"$tree"; then
+    echo "host-only-check: a CPU-only program depends on the CUDA runtime" >&2
+    exit 1
+fi
+echo "host-only-check: $(sort -u <<<"$tree" | grep -c .) crates in the dependency tree, no cudarc"
 start=$(date +%s)
 (cd "$work/app" && cargo build --release --quiet --target-dir "$work/target")
 echo "host-only-check: release build on $(basename "$stable") without nightly: $(( $(date +%s) - start )) s"

@@ -21,6 +21,7 @@
 //! ```
 
 mod bus_side;
+#[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(all(target_os = "linux", not(loom)))]
 mod futex;
