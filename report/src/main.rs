@@ -93,6 +93,7 @@ fn run(options: &Options) -> Result<ExitCode, String> {
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
                 return Ok(ExitCode::SUCCESS)
             }
+            Err(error) if error.kind() == io::ErrorKind::Other => return Err(error.to_string()),
             Err(error) => return Err(format!("cannot write the report: {error}")),
         }
     } else {
@@ -180,6 +181,12 @@ fn measure(options: &Options, anchor: Option<&Anchor>) -> io::Result<Vec<Record>
         Sections::HostOnly => ("GPU: not looked for (--host-only)".to_owned(), None),
         _ => gpu::open(),
     };
+    if options.sections == Sections::GpuOnly && runtime.is_none() {
+        // Nothing would be measured: an error, not an empty report.
+        return Err(io::Error::other(format!(
+            "--gpu-only, but there is no GPU to measure: {gpu_line}"
+        )));
+    }
     if options.json {
         // Stdout carries JSON only; the GPU notice goes where people look.
         eprintln!("{gpu_line}");
@@ -220,6 +227,9 @@ fn measure(options: &Options, anchor: Option<&Anchor>) -> io::Result<Vec<Record>
         }
     }
     progress.finish();
+    if runtime.is_none() && options.sections != Sections::HostOnly {
+        eprintln!("scoped-sync: the GPU sections were skipped ({gpu_line})");
+    }
 
     if options.json {
         output::write_json(&mut out, &rows)?;

@@ -87,7 +87,8 @@ Measuring:
   --quick      a smoke run of about a second: fewer iterations, one repetition
   --host-only  the host section only (no CUDA driver is looked for)
   --gpu-only   the GPU sections only (per-scope costs, primitives in the shapes of
-               baselines/gpu_baselines.cu, memory-sync domains, host<->GPU handoff)
+               baselines/gpu_baselines.cu, memory-sync domains, host<->GPU handoff);
+               an error where no GPU can be opened
   --scaling    barrier, semaphore and latch at 1, 2, 4, ... threads up to the
                hardware threads, and twice that
   --anchor P   run P, the built baselines/host_baselines.cpp

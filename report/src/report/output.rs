@@ -168,13 +168,15 @@ fn cells(row: &Row, sample: &Sample) -> [String; 6] {
         ]
     }
 }
-/// Two significant digits: a ratio of 0.003 must not print as 0.00.
+/// Plain decimals with two significant digits below 0.1 (0.038, 0.0031): a ratio of
+/// 0.003 must not print as 0.00, and one column must not mix `3.8e-2` with `0.22`.
 fn format_ratio(ratio: f64) -> String {
-    if ratio >= 0.1 {
-        format!("{ratio:.2}")
-    } else {
-        format!("{ratio:.1e}")
+    if ratio.is_nan() || ratio <= 0.0 || ratio >= 0.1 {
+        return format!("{ratio:.2}");
     }
+    // 0.038: 3 decimals; 0.0031: 4; at most 6.
+    let decimals = (1.0 - ratio.log10().floor()).clamp(2.0, 6.0) as usize;
+    format!("{ratio:.decimals$}")
 }
 
 /// Three significant digits or so: sub-nanosecond atomics and 20 µs barriers share
@@ -186,5 +188,20 @@ fn format_ns(ns: f64) -> String {
         format!("{ns:.1}")
     } else {
         format!("{ns:.0}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_ratio;
+
+    #[test]
+    fn ratios_print_as_plain_decimals_with_two_significant_digits() {
+        assert_eq!(format_ratio(1.234), "1.23");
+        assert_eq!(format_ratio(0.22), "0.22");
+        assert_eq!(format_ratio(0.038), "0.038");
+        assert_eq!(format_ratio(0.00312), "0.0031");
+        assert_eq!(format_ratio(0.0), "0.00");
+        assert!(!format_ratio(1e-9).contains('e'));
     }
 }
