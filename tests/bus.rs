@@ -425,3 +425,49 @@ fn a_gpu_side_without_attached_words_stops_with_a_clear_message() {
     let gpu: &BusLatch<AttachedGpu> = as_gpu(&host);
     gpu.count_down(1);
 }
+
+#[test]
+fn one_racer_gets_both_endpoints_of_a_channel_and_the_rest_none() {
+    const ROUNDS: usize = if cfg!(miri) { 20 } else { 1000 };
+    const RACERS: usize = 8;
+    hang_guard("endpoints race", 60, || {
+        let host: HandoffChannel<Host> = HandoffChannel::new(0, 0);
+        let gpu: &HandoffChannel<FakeGpu> = as_gpu(&host);
+        let start = std::sync::Barrier::new(RACERS);
+        let tried = std::sync::Barrier::new(RACERS);
+        let winners: Vec<AtomicU32> = (0..ROUNDS).map(|_| AtomicU32::new(0)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..RACERS {
+                s.spawn(|| {
+                    for round in &winners {
+                        start.wait();
+                        let claimed = gpu.endpoints();
+                        if claimed.is_some() {
+                            round.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // Everyone has tried before the winner lets go.
+                        tried.wait();
+                        drop(claimed);
+                    }
+                });
+            }
+        });
+        for (round, count) in winners.iter().enumerate() {
+            assert_eq!(count.load(Ordering::Relaxed), 1, "round {round}");
+        }
+    });
+}
+
+#[test]
+fn endpoints_are_both_or_none_when_one_is_held_elsewhere() {
+    let host: HandoffChannel<Host> = HandoffChannel::new(0, 0);
+    let consumer = host.consumer().expect("free");
+    assert!(host.endpoints().is_none());
+    // The producer claimed on the way was handed back.
+    let mut producer = host
+        .producer()
+        .expect("the failed claim released the producer");
+    assert_eq!(producer.release(1), 0);
+    drop((producer, consumer));
+    assert!(host.endpoints().is_some());
+}

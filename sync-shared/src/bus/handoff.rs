@@ -357,6 +357,32 @@ impl<B: Side> HandoffChannel<B> {
     pub fn consumer(&self) -> Option<Consumer<'_, B>> {
         self.incoming().consumer::<B>()
     }
+
+    /// This side's two exclusive endpoints at once, both or none: `None` if either
+    /// exists already. Of many threads that race for them, one gets both and the rest
+    /// get `None`; two separate claims (`producer()`, then `consumer()`) could leave one
+    /// thread with the producer and another with the consumer, and a worker that needs
+    /// both would then never serve.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use scoped_sync::HandoffChannel;
+    ///
+    /// let channel = HandoffChannel::new(0, 0);
+    /// let (mut outbox, mut inbox) = channel.endpoints().expect("nobody holds them yet");
+    /// assert!(channel.endpoints().is_none());
+    /// assert_eq!(outbox.release(1), 0);
+    /// assert_eq!(inbox.try_acquire(), None);
+    /// ```
+    pub fn endpoints(&self) -> Option<(Producer<'_, B>, Consumer<'_, B>)> {
+        // The producer is claimed first: a racer that loses it stops there, so only its
+        // winner ever claims the consumer. If the consumer is taken (claimed alone
+        // elsewhere), dropping the producer hands its count back.
+        let producer = self.producer()?;
+        let consumer = self.consumer()?;
+        Some((producer, consumer))
+    }
 }
 
 /// The producing side's exclusive endpoint of a [`HandoffSemaphore`] or a direction of
