@@ -1,0 +1,30 @@
+//! The README's host program (section 2), compiled as written there; `worker.rs` holds
+//! the host side of section 3.
+
+mod worker;
+
+use scoped_sync::cuda::{EmbeddedModule, PushKernelArg, Runtime};
+
+static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("my_kernels");
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let runtime = Runtime::open(0)?;
+    let module = runtime.load(&KERNELS)?;
+    let relax = module.kernel("relax")?;
+    let n = 1 << 16;
+    let mut cells = vec![0.0_f32; n];
+    cells[n - 1] = 1.0;
+    let (a, b) = (runtime.upload(&cells)?, runtime.upload(&cells)?);
+    let (n, steps) = (n as u32, 1000_u32);
+    // Cooperative: refused with CudaError::GridTooLarge unless every block fits at once.
+    let blocks = relax.max_coresident_blocks(256)?;
+    // SAFETY: relax(Grid, *mut f32, *mut f32, u32, u32); the launch passes the Grid.
+    unsafe {
+        relax.launch_grid(blocks, 256, |args| {
+            args.arg(&a).arg(&b).arg(&n).arg(&steps);
+        })
+    }?;
+    let result = runtime.download(&a)?; // steps is even: the last sweep wrote `a`
+    println!("cell 1: {}", result[1]);
+    Ok(())
+}
