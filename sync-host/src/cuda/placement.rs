@@ -209,7 +209,7 @@ enum Memory {
 /// kernel argument for the device flavour. Made by [`Runtime::place_mapped`] or [`Runtime::place_managed`].
 ///
 /// Dropping it waits for the context's work (kernels may still use the object), then
-/// drops and frees the object.
+/// drops and frees the object and its GPU side words.
 ///
 /// # Examples
 ///
@@ -452,7 +452,8 @@ impl Runtime {
     /// Places `value` in pinned mapped host memory, after checking that its protocol is
     /// atomic there: an object that read-modify-writes one word from both sides needs
     /// `hostNativeAtomicSupported`, and is refused with [`PlacementError::NotAtomic`]
-    /// naming it otherwise.
+    /// naming it otherwise. A bus object's GPU side words get a home in device memory
+    /// (see `sync_shared::bus::SideLine`): no GPU read-modify-write crosses the bus.
     pub fn place_mapped<T: Shareable>(&self, value: T) -> Result<Mapped<'_, T>, PlacementError> {
         if T::RMW_FROM_BOTH_SIDES && !self.host_native_atomics()? {
             return Err(PlacementError::NotAtomic {
