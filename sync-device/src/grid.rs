@@ -25,31 +25,15 @@ use crate::grid_arrival::{self, Arrival};
 /// all the same for the whole first warp: written in Rust around a thread-0 branch it
 /// cost 8–10 % more (docs/measurements.md, "`Grid::sync` by the first warp").
 ///
-/// Why this shape (each measured on an H200 against `cg::this_grid().sync()`, see the
-/// README): the release's memory barrier is the largest single cost and cannot move
-/// (it must follow the block barrier to cover every thread's writes); relaxed polls
-/// plus one `fence.acquire` (an L1 invalidation) beat acquire loads (one invalidation
-/// per poll); waiting for the arrival's reply before polling, and skipping the poll
-/// in the last block, beat a fire-and-forget reduction, because polls that reach the
-/// counter while arrivals are still landing slow those arrivals down — for the same
-/// reason more pollers per block, split counters and per-block flags all measured
-/// slower at one block per SM. Arriving once per cluster through the cluster barrier
-/// (`barrier.cluster`, 187 ns for two blocks on its own) cost 1180–1620 ns per phase.
-///
-/// Larger grids arrive in two levels instead: arrivals on one word queue at its L2
-/// slice, about 1.6 ns each on an H100, which at 16 blocks per SM made the single
-/// counter cost as much as `cg::this_grid().sync()`. Each group of `GRID_GROUP_BLOCKS`
-/// (64) blocks adds to a counter of its own; the group's last arrival adds one to the
-/// top counter; the last group's adds one to every group's release word (its first
-/// warp's lanes share the groups), which the group's other blocks poll (on its own
-/// line, so polls never slow the group's arrivals). That is two hops more than one
-/// level (a second add, then the releases), which cost more than the queue at small
-/// grids. Measured on an H100 (ns per phase; docs/measurements.md, "`Grid::sync` in
-/// two levels at large grids"): one level 990 at 132 blocks, 2277 at 1056, 3195 at
-/// 1584, 4187–4274 at 2112; two levels for every grid size 2271 at 132 and 2769–2820
-/// at 1056; the switch as built 2663 at 2112 (2785 at 1584 with the two-level form
-/// called out of line). The crossing lies between 1056 and 1584 blocks; nothing
-/// between was measured.
+/// Why this shape: the release after the block barrier is the one cost that cannot
+/// move; relaxed polls with one acquire fence, and a poll that starts only after the
+/// arrival's reply (none in the last block), keep the polls from slowing the arrivals
+/// still landing. Larger grids arrive in two levels, because arrivals on one word queue
+/// at its L2 slice: each group of `GRID_GROUP_BLOCKS` (64) blocks adds to a counter of
+/// its own, the group's last arrival adds to the top counter, and the last group
+/// releases every group through a word of the group's own that its blocks poll. What
+/// each alternative measured: docs/measurements.md, "Design figures behind the
+/// rustdoc".
 ///
 /// Every thread of each block must call `sync` (the block barriers count every
 /// thread). They are `barrier.sync` without `.aligned`: a compiler that copies the

@@ -11,19 +11,16 @@
 //! bookkeeping around the poll, no `YIELD` in it, no reconvergence before the second
 //! block barrier.
 //!
-//! Why (one H200, scratch builds timed side by side, ns per phase at 132 blocks of 128 /
-//! 1024 threads; docs/measurements.md, "`Grid::sync` by the first warp"): written in
-//! Rust with thread 0 alone in a branch (`thread_in_block() == 0`, the shape
-//! `cg::this_grid().sync()` has), ptxas wraps the arrival in warp aggregation (it
+//! Why: written in Rust with thread 0 alone in a branch (`thread_in_block() == 0`, the
+//! shape `cg::this_grid().sync()` has), ptxas wraps the arrival in warp aggregation (it
 //! cannot see that one lane takes the branch), checks for divergence before each
 //! `barrier.sync`, keeps a `YIELD` in the poll and puts a reconvergence barrier after
-//! it: 918 / 967. As here: 835 / 893 (CUDA C++ of this shape: 802 / 845;
-//! `cg::this_grid().sync()`: 977 / 1008). Whatever else sits in the caller's loop
-//! between the barriers counts too: the choice of form is a `bra.uni` inside the block
-//! (as a Rust branch around two `asm` blocks, ptxas assumed a diverged warp: 892 /
-//! 937), lane 0's test and the counters' targets are worked out where only the first
-//! warp runs them, and the lane register is read outside (inside, ptxas read it after
-//! the first block barrier, on the path to the arrival).
+//! it. Whatever else sits in the caller's loop between the barriers counts too: the
+//! choice of form is a `bra.uni` inside the block (a Rust branch around two `asm`
+//! blocks made ptxas assume a diverged warp), lane 0's test and the counters' targets
+//! are worked out where only the first warp runs them, and the lane register is read
+//! outside. Figures: docs/measurements.md, "`Grid::sync` by the first warp" and "Design
+//! figures behind the rustdoc".
 //!
 //! The block barriers are `barrier.sync` without `.aligned`, which counts threads, not
 //! warps. rustc marks no inline assembly convergent, so the compiler may copy a call

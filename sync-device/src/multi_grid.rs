@@ -59,19 +59,15 @@ pub struct MultiGridToken {
 /// acquire fence; the block meets again.
 ///
 /// Why this design: a system-scope release fence is what publishes a block's writes to
-/// another GPU, and it is the dear step: one thread's costs 0.9 µs on an H200 (1.5 µs
-/// on an H100; an acquire fence 0.03 µs), and 132 blocks fencing at once cost far more
-/// than one (measured on two H200s: 2.8 µs per phase when every block fences at system
-/// scope and adds to both GPUs' counters, 1.1 µs with no fence at all). Here the blocks
-/// fence at device scope, and one block per GPU and phase fences at system scope, for
-/// all of its GPU's blocks (the fence is cumulative over what it acquired); the
-/// crossing is one reduction per GPU pair, and the poll stays in local memory. The
-/// same design in CUDA C++ takes 2.1 µs per phase on two H200s where the classic
-/// two-level barrier (local counter, fence, inbox store per peer, fence, local release)
-/// takes 3.1 µs (`baselines/multi_gpu_baselines.cu`, docs/multi-gpu.md). NCCL's
-/// device-API barrier (`ncclLsaBarrierSession`) exchanges per-peer epochs between blocks
-/// of the same index instead, each block with its own system fence; the counter needs
-/// native peer atomics.
+/// another GPU, and it is the dearest step, dearer still when many blocks take it at
+/// once. Here the blocks fence at device scope, and one block per GPU and phase fences
+/// at system scope, for all of its GPU's blocks (the fence is cumulative over what it
+/// acquired); the crossing is one reduction per GPU pair, and the poll stays in local
+/// memory. NCCL's device-API barrier (`ncclLsaBarrierSession`) exchanges per-peer
+/// epochs between blocks of the same index instead, each block with its own system
+/// fence; the counter needs native peer atomics. Figures, and the same design beside
+/// the classic two-level barrier in CUDA C++: docs/multi-gpu.md and
+/// docs/measurements.md, "Design figures behind the rustdoc".
 ///
 /// Memory ordering: a block's arrival is a release at device scope (the add on the
 /// gather word), cumulative over what its threads wrote before the block barrier; the

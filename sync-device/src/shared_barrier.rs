@@ -16,10 +16,10 @@ use crate::shared::{is_shared, SharedSlot};
 /// arrival is one shared-memory hardware operation, a wait suspends the thread in
 /// hardware until the phase completes.
 ///
-/// Every thread arrives and waits on the hardware object itself. (Combining a warp's
-/// arrivals into one, with one lane waiting for the warp, measured 4–5× slower on an
-/// H200: the hardware takes 1024 arrivals per phase in stride, while a warp whose
-/// other lanes wait for a suspended lane does not.) In
+/// Every thread arrives and waits on the hardware object itself (combining a warp's
+/// arrivals into one, with one lane waiting for the warp, measured several times
+/// slower: the hardware takes a block's arrivals in stride, while a warp whose other
+/// lanes wait for a suspended lane does not; docs/measurements.md). In
 /// [`arrive_and_wait_parity`](Self::arrive_and_wait_parity) the thread keeps the phase
 /// parity, so its wait does not depend on the arrival's reply.
 ///
@@ -201,9 +201,9 @@ impl SharedBarrier {
 
     /// Arrives once in the current phase, whose parity the caller keeps (phases
     /// alternate parity, the first is `false`), and waits for it. The wait starts
-    /// without the arrival's reply: on an H200, 16% faster than
-    /// [`arrive_and_wait`](Self::arrive_and_wait) with 128 threads per block, 4% slower
-    /// with 1024. A wrong parity returns at once (the other parity's phase is the one
+    /// without the arrival's reply: faster than
+    /// [`arrive_and_wait`](Self::arrive_and_wait) in small blocks, a little slower in
+    /// blocks of 1024 threads (docs/measurements.md). A wrong parity returns at once (the other parity's phase is the one
     /// before, complete): keep one per thread, flipped after each phase.
     ///
     /// ```ignore

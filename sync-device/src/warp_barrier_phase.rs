@@ -10,13 +10,9 @@
 //! barrier's own words: lane 0 adds the arrivals to the state word (release), the warp
 //! takes lane 0's reply through a shuffle and decides on it as one; a phase's last
 //! arrival reads the expected word and reopens the next phase, the others poll the
-//! parity. What it bought on an H100 (docs/measurements.md, 132 blocks of 128
-//! threads, beside `cuda::barrier<thread_scope_device>` in the same run): `WholeBlock`
-//! written in Rust (a branch for thread 0, the generic wait) took 1044 ns per phase
-//! where libcu++'s leader took 996, in PTX 963; every thread's `arrive_and_wait`
-//! through the generic warp grouping 1614 ns where libcu++'s took 1362, in PTX 1434 (a
-//! lone lane's path in Rust beside the warp's cost about 100 ns more: ptxas keeps
-//! convergence bookkeeping and a `YIELD` in the caller's loop for it).
+//! parity. In PTX both paths beat their Rust forms, whose branches ptxas wraps in
+//! convergence bookkeeping (docs/measurements.md, "Design figures behind the
+//! rustdoc").
 //!
 //! The protocol is the unchecked arrival of `sync_shared::barrier` (its module
 //! documentation and `portable.rs`), step for step, in the barrier's
