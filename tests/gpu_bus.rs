@@ -471,6 +471,51 @@ fn stop_requests_cross_the_bus_both_ways() {
     );
 }
 
+/// Issue 34's promise of `HandoffChannel::endpoints`: of 1024 threads that race for
+/// both endpoints, 1000 times, exactly one gets them each time, and it serves.
+#[test]
+fn one_of_a_thousand_racing_threads_gets_both_endpoints_every_round() {
+    let Some(gpu) = runtime() else { return };
+    let rounds = 1000_u32;
+    let channel = gpu.place_mapped(HandoffChannel::new(0, 0)).unwrap();
+    // One unit per round for its winner to take.
+    channel.release(u64::from(rounds));
+    let winners = gpu.zeros::<u32>(rounds as usize).unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let stream = gpu.new_stream().unwrap();
+    let params = KernelParams::default()
+        .pointer(channel.device_address())
+        .u32(rounds)
+        .pointer(gpu.address(&winners))
+        .pointer(gpu.address(&failures));
+    launch(&gpu, &stream, "bus_endpoints_race", 1, 1024, params);
+    stream.synchronize().unwrap();
+    let winners = gpu.download(&winners).unwrap();
+    let split: Vec<(usize, u32)> = winners
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, won)| won != 1)
+        .collect();
+    assert!(
+        split.is_empty(),
+        "rounds without exactly one winner (round, winners): {split:?}"
+    );
+    assert_eq!(
+        gpu.download(&failures).unwrap(),
+        [0],
+        "a winner found no unit, the wrong one, or an endpoint still free"
+    );
+    for round in 0..u64::from(rounds) {
+        assert_eq!(
+            channel.try_acquire(),
+            Some(round),
+            "each winner answered once"
+        );
+    }
+    assert_eq!(channel.try_acquire(), None);
+}
+
 #[test]
 fn persistent_worker_serves_items_until_stopped() {
     let Some(gpu) = runtime() else { return };

@@ -170,14 +170,14 @@ pub unsafe extern "gpu-kernel" fn bus_persistent_worker(
     // scratch for the block (the item and the running sum).
     let (channel, stop) = unsafe { (&*channel, &*stop) };
     let mut endpoints = if thread_in_block() == 0 {
-        channel.consumer().zip(channel.producer())
+        channel.endpoints()
     } else {
         None
     };
     // SAFETY: two words, as above.
     let (item, sum) = (scratch, unsafe { scratch.add(1) });
     loop {
-        if let Some((inbox, _)) = endpoints.as_mut() {
+        if let Some((_, inbox)) = endpoints.as_mut() {
             let next = match inbox.acquire(DeviceWait::new().stop(stop)) {
                 // SAFETY: the slot of unit `seq` was written before it was released.
                 Ok(seq) => unsafe {
@@ -201,7 +201,7 @@ pub unsafe extern "gpu-kernel" fn bus_persistent_worker(
         // SAFETY: as above; the block's threads add atomically.
         unsafe { Device::fetch_add_u64(sum, share, Ordering::Relaxed) };
         sync_block();
-        if let Some((_, outbox)) = endpoints.as_mut() {
+        if let Some((outbox, _)) = endpoints.as_mut() {
             let seq = outbox.released();
             // SAFETY: as above; the host reads slot `seq % ring` after acquiring `seq`.
             unsafe {
@@ -211,6 +211,38 @@ pub unsafe extern "gpu-kernel" fn bus_persistent_worker(
             }
             outbox.release(1);
         }
+    }
+}
+
+/// Every thread of the block races for `channel`'s two endpoints at once, `rounds`
+/// times; `winners[r]` counts the threads that got them in round `r` (one, if they
+/// cannot split). The winner serves: it takes unit `r` of those the host released
+/// before the launch and answers with one; `failures` counts a winner that found
+/// no unit, the wrong one, or an endpoint still free while it held both.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn bus_endpoints_race(
+    channel: *const HandoffChannel,
+    rounds: u32,
+    winners: *mut u32,
+    failures: *mut u32,
+) {
+    // SAFETY: a placed channel, `rounds` device words and one.
+    let channel = unsafe { &*channel };
+    for round in 0..rounds {
+        sync_block();
+        let mut claim = channel.endpoints();
+        if let Some((outbox, inbox)) = claim.as_mut() {
+            // SAFETY: in bounds.
+            count(unsafe { winners.add(round as usize) });
+            let held = channel.producer().is_none() && channel.consumer().is_none();
+            if !held || inbox.try_acquire() != Some(u64::from(round)) {
+                count(failures);
+            }
+            outbox.release(1);
+        }
+        // Every racer has tried before the winner's endpoints go back.
+        sync_block();
+        drop(claim);
     }
 }
 

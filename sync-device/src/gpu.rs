@@ -26,10 +26,10 @@ pub struct GlobalTime(pub u64);
 /// read costs more than the sleeps it saves.)
 pub(crate) const POLL_ROUNDS: u32 = 8;
 /// First sleep, in nanoseconds; doubles each round.
-const FIRST_SLEEP_NS: u32 = 32;
+pub(crate) const FIRST_SLEEP_NS: u32 = 32;
 /// Longest sleep between polls, in nanoseconds (libcu++ waits grow to far longer and
 /// pay for it in wake-up latency).
-const MAX_SLEEP_NS: u32 = 1024;
+pub(crate) const MAX_SLEEP_NS: u32 = 1024;
 
 pub(crate) fn nanosleep(ns: u32) {
     // SAFETY: `nanosleep` only suspends the thread; it touches no memory.

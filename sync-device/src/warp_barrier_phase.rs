@@ -40,6 +40,7 @@ use sync_shared::barrier::encoding::{COUNT, DROPPED, EXPECTED, OPEN, PARITY, UNI
 use sync_shared::{Device, Scope, System};
 
 use crate::geometry::{block_size, thread_in_block};
+use crate::gpu::{FIRST_SLEEP_NS, MAX_SLEEP_NS, POLL_ROUNDS};
 use crate::ptx_atomics::acquire_fence_text;
 use crate::warp::{lane, WARP_LANES};
 
@@ -112,13 +113,56 @@ macro_rules! warp_together {
     };
 }
 
+/// The start of a poll loop: declares and zeroes its round count and first sleep,
+/// and places the `POLL` label that [`poll_again`] returns to. (Inside a `{ }` scope,
+/// with [`poll_again`] after the test of the round.)
+macro_rules! poll_start {
+    () => {
+        concat!(
+            ".reg .pred spinning;\n",
+            ".reg .b32 polls, pause;\n",
+            "mov.u32 polls, 0;\n",
+            "mov.u32 pause, {first_sleep};\n",
+            "POLL:\n",
+        )
+    };
+}
+
+/// The end of a poll round, where `waiting` says whether to poll again (the same in
+/// every lane of a warp, `$who`): at once for the first `POLL_ROUNDS` rounds, then
+/// after a `nanosleep` that doubles up to the longest, the schedule of the Rust waits
+/// (`gpu::backoff_ns`). Without the sleeps, compute-sanitizer's racecheck never let the
+/// warps a block-scope latch still waited for count down while one spun (the
+/// conformance kernel hung; docs/sanitizers.md). The asm block binds `poll_rounds`,
+/// `first_sleep` and `max_sleep` (`gpu::POLL_ROUNDS`, `FIRST_SLEEP_NS`, `MAX_SLEEP_NS`).
+macro_rules! poll_again {
+    ($who:tt) => {
+        concat!(
+            "@!waiting ",
+            branch!($who),
+            " POLLED;\n",
+            "add.u32 polls, polls, 1;\n",
+            "setp.lt.u32 spinning, polls, {poll_rounds};\n",
+            "@spinning ",
+            branch!($who),
+            " POLL;\n",
+            "nanosleep.u32 pause;\n",
+            "shl.b32 pause, pause, 1;\n",
+            "min.u32 pause, pause, {max_sleep};\n",
+            branch!($who),
+            " POLL;\n",
+            "POLLED:\n",
+        )
+    };
+}
+
 /// The poll at scope `$q`, by lane 0's load for a warp (`$who`), until the state
 /// word's parity differs from the one in `before`.
 macro_rules! parity_poll {
     ($q:literal, $who:tt) => {
         concat!(
             "{{\n",
-            "POLL:\n",
+            poll_start!(),
             "ld.relaxed.",
             $q,
             ".u32 seen, [{state}];\n",
@@ -126,9 +170,7 @@ macro_rules! parity_poll {
             "xor.b32 seen, seen, before;\n",
             "and.b32 seen, seen, {parity};\n",
             "setp.eq.u32 waiting, seen, 0;\n",
-            "@waiting ",
-            branch!($who),
-            " POLL;\n",
+            poll_again!($who),
             "}}\n",
         )
     };
@@ -308,6 +350,9 @@ macro_rules! block_phase_at {
                     dropped_bit = const DROPPED,
                     expected_mask = const EXPECTED,
                     unit_shift = const UNIT.trailing_zeros(),
+                    poll_rounds = const POLL_ROUNDS,
+                    first_sleep = const FIRST_SLEEP_NS,
+                    max_sleep = const MAX_SLEEP_NS,
                     options(nostack),
                 )
             };
@@ -318,7 +363,7 @@ macro_rules! block_phase_at {
 block_phase_at!(block_phase_gpu, "gpu");
 block_phase_at!(block_phase_sys, "sys");
 
-pub(crate) use {branch, leader, share, warp_together};
+pub(crate) use {branch, leader, poll_again, poll_start, share, warp_together};
 
 /// One function per scope qualifier, as [`block_phase_at`].
 macro_rules! warp_phase_at {
@@ -364,6 +409,9 @@ macro_rules! warp_phase_at {
                     dropped_bit = const DROPPED,
                     expected_mask = const EXPECTED,
                     unit_shift = const UNIT.trailing_zeros(),
+                    poll_rounds = const POLL_ROUNDS,
+                    first_sleep = const FIRST_SLEEP_NS,
+                    max_sleep = const MAX_SLEEP_NS,
                     options(nostack),
                 )
             };

@@ -20,9 +20,10 @@ use core::arch::asm;
 use sync_shared::latch::COUNT;
 use sync_shared::{Block, Device, Scope, System};
 
+use crate::gpu::{FIRST_SLEEP_NS, MAX_SLEEP_NS, POLL_ROUNDS};
 use crate::ptx_atomics::acquire_fence_text;
 use crate::warp::{lane, WARP_LANES};
-use crate::warp_barrier_phase::{branch, leader, share, warp_together};
+use crate::warp_barrier_phase::{branch, leader, poll_again, poll_start, share, warp_together};
 
 /// One count-down of `$take` (text: an operand; `$minus` its negation) and the wait
 /// for zero, as one `{ }` scope of PTX text at scope `$q`: by a warp whose lane 0
@@ -55,16 +56,14 @@ macro_rules! count_down_and_wait {
             branch!($who),
             " ACQUIRE;\n",
             "{{\n",
-            "POLL:\n",
+            poll_start!(),
             "ld.relaxed.",
             $q,
             ".u32 seen, [{state}];\n",
             share!("seen", $who),
             "and.b32 seen, seen, {count_mask};\n",
             "setp.ne.u32 waiting, seen, 0;\n",
-            "@waiting ",
-            branch!($who),
-            " POLL;\n",
+            poll_again!($who),
             "}}\n",
             "ACQUIRE:\n",
             acquire_fence_text!($q),
@@ -124,6 +123,9 @@ macro_rules! latch_phase_at {
                     warp_minus = in(reg32) warp_take.wrapping_neg(),
                     state = in(reg64) state,
                     count_mask = const COUNT,
+                    poll_rounds = const POLL_ROUNDS,
+                    first_sleep = const FIRST_SLEEP_NS,
+                    max_sleep = const MAX_SLEEP_NS,
                     options(nostack),
                 )
             };
