@@ -31,7 +31,7 @@ cargo fmt --all -- --check
 cargo fmt --manifest-path kernels/Cargo.toml -- --check
 cargo fmt --manifest-path kernels/sm80/Cargo.toml -- --check
 cargo fmt --manifest-path examples/user-kernels/kernels/Cargo.toml -- --check
-cargo fmt --manifest-path examples/readme/kernels/Cargo.toml -- --check
+cargo fmt --manifest-path examples/doc-blocks/kernels/Cargo.toml -- --check
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -13,10 +13,12 @@
 //!     .build_or_record();
 //! ```
 //!
-//! and embeds what it built:
+//! and embeds what it built (the kernel crate's library name, here `my_kernels`):
 //!
 //! ```ignore
-//! static KERNELS: scoped_sync::cuda::EmbeddedModule = scoped_sync::include_kernels!("kernels");
+//! static KERNELS: scoped_sync::cuda::EmbeddedModule = scoped_sync::include_kernels!("my_kernels");
+//!
+//! let runtime = scoped_sync::cuda::Runtime::open(0)?;
 //! let module = runtime.load(&KERNELS)?;
 //! ```
 //!

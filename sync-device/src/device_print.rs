@@ -77,8 +77,12 @@ pub fn trap() -> ! {
 /// ```ignore
 /// #![no_std]
 /// #![feature(abi_gpu_kernel)]
+/// #![feature(asm_experimental_arch)] // `shared!` (block-shared variables) is inline asm
+/// #![allow(improper_gpu_kernel_arg)]
 ///
-/// scoped_sync::panic_handler!();
+/// use scoped_sync::prelude::*;
+///
+/// scoped_sync::panic_handler!(); // trap; the checked build prints where first
 /// ```
 ///
 /// The message text of a `panic!` is not printed: formatting it would pull

@@ -30,110 +30,11 @@
 //! # Writing a kernel crate
 //!
 //! A kernel crate is a `#![no_std]` library of its own workspace that depends on
-//! `scoped-sync` (this crate's items on nvptx64) and is compiled to PTX by the host
-//! program's build script with `sync-build`. Its `Cargo.toml`:
-//!
-//! ```toml
-//! [package]
-//! name = "my-kernels"
-//! edition = "2021"
-//!
-//! [dependencies]
-//! scoped-sync = "0.1"
-//!
-//! [workspace]   # its own: the host workspace must never build it for the host
-//! ```
-//!
-//! Its `src/lib.rs`, with the crate attributes every kernel crate needs and one kernel
-//! per kind of device object (`examples/user-kernels` compiles and runs the same grid,
-//! block-and-cluster and handoff kernels, and checks their results):
-//!
-//! ```ignore
-//! #![no_std]
-//! #![feature(abi_gpu_kernel)]
-//! // `shared!` declares a `.shared` variable with inline assembly:
-//! #![feature(asm_experimental_arch)]
-//! #![allow(improper_gpu_kernel_arg)]
-//!
-//! use scoped_sync::prelude::*;
-//!
-//! scoped_sync::panic_handler!();
-//!
-//! /// A grid barrier between steps: launched with `Kernel::launch_grid`, which passes
-//! /// the `Grid` and refuses a grid whose blocks cannot all be co-resident.
-//! #[no_mangle]
-//! pub unsafe extern "gpu-kernel" fn smooth(mut grid: Grid, a: *mut f32, b: *mut f32, n: u32) {
-//!     let (src, dst) = (a, b);
-//!     let mut i = grid.thread_rank() + 1;
-//!     while i + 1 < n {
-//!         // SAFETY: 0 < i < n - 1, inside both buffers of n cells.
-//!         unsafe { *dst.add(i as usize) = 0.5 * (*src.add(i as usize - 1) + *src.add(i as usize + 1)) };
-//!         i += grid.size();
-//!     }
-//!     grid.sync(); // every write of this step is visible to every thread after it
-//! }
-//!
-//! /// A block barrier in shared memory (the hardware mbarrier) and a cluster barrier.
-//! #[no_mangle]
-//! pub unsafe extern "gpu-kernel" fn neighbours(out: *mut u32) {
-//!     let slot = shared!(VALUES: [u32; 1024]);
-//!     let barrier_slot = shared!(PHASE: SharedBarrier);
-//!     // SAFETY: every thread of the block runs this once, before any use.
-//!     let barrier = unsafe { SharedBarrier::init(&barrier_slot, block_size()) };
-//!     let t = thread_in_block();
-//!     // SAFETY: one slot per thread of a block of at most 1024.
-//!     unsafe { (*slot.as_ptr())[t as usize] = t * 7 };
-//!     barrier.arrive_and_wait();
-//!     let next = (t + 1) % block_size();
-//!     // SAFETY: written before the barrier by thread `next`.
-//!     let mine = unsafe { (*slot.as_ptr())[next as usize] };
-//!     let cluster = ClusterBarrier::new();
-//!     cluster.wait(cluster.arrive()); // the partner block's writes are visible now
-//!     let partner = map_to_block(slot.as_ptr(), cluster_rank().0 ^ 1);
-//!     // SAFETY: the partner block's array, alive until the second cluster barrier.
-//!     let theirs = unsafe { (*partner)[t as usize] };
-//!     cluster.wait(cluster.arrive()); // no block leaves while its partner reads
-//!     // SAFETY: one output per thread of the grid.
-//!     unsafe { *out.add(global_thread_index() as usize) = mine + theirs };
-//! }
-//!
-//! /// A device-scope latch and semaphore in global memory (built on the host with
-//! /// `Runtime::upload_object`), and a stop token ending a wait early.
-//! #[no_mangle]
-//! pub unsafe extern "gpu-kernel" fn producers(
-//!     ready: *const Latch<Device>,
-//!     slots: *const CountingSemaphore,
-//!     stop: *const StopSource<Device>,
-//! ) {
-//!     // SAFETY: live objects for the whole launch, placed by the host.
-//!     let (ready, slots, stop) = unsafe { (&*ready, &*slots, &*stop) };
-//!     ready.arrive_and_wait(1); // every thread has started
-//!     if slots.acquire_stoppable(stop.token()).is_ok() {
-//!         // ... use the slot ...
-//!         slots.release(1);
-//!     }
-//! }
-//!
-//! /// A persistent worker the host feeds through a `HandoffChannel` in mapped memory
-//! /// and stops through a `BusStopSource` (see `HandoffChannel` and `DeviceWait`).
-//! #[no_mangle]
-//! pub unsafe extern "gpu-kernel" fn worker(channel: *const HandoffChannel, stop: *const BusStopSource) {
-//!     // SAFETY: placed by the host (`Runtime::place_mapped`), alive for the launch.
-//!     let (channel, stop) = unsafe { (&*channel, &*stop) };
-//!     // The endpoints are exclusive: one thread of the launch gets them.
-//!     let (Some(mut work), Some(mut results)) = (channel.consumer(), channel.producer()) else {
-//!         return;
-//!     };
-//!     while let Ok(seq) = work.acquire(DeviceWait::new().stop(stop)) {
-//!         // ... do item `seq` (its data sits in a mapped ring at `seq % len`) ...
-//!         results.release(1);
-//!     }
-//! }
-//! ```
-//!
-//! The host program's `build.rs` builds it (`sync_build::KernelCrate::new("../kernels")
-//! .build_or_record()`), and the program embeds and loads it with
-//! `scoped_sync::include_kernels!("my_kernels")` and `Runtime::load`.
+//! `scoped-sync` (this crate's items on nvptx64) and that the host program's build
+//! script compiles to PTX with `sync-build`. The README's section 2 shows one whole;
+//! the kernel crate guide (`docs/kernel-crates.md`) says which crate attributes it
+//! needs, how to update user data atomically, and which barriers need every block
+//! resident at once and which launch gives that.
 #![no_std]
 // On host targets the items are compiled out, so the links above have no target there.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]

@@ -110,7 +110,7 @@ pub struct MultiGridToken {
 ///
 /// ```ignore
 /// #[no_mangle]
-/// pub unsafe extern "gpu-kernel" fn step(mut gpus: MultiGrid, halo: *mut f32) {
+/// pub unsafe extern "gpu-kernel" fn exchange(mut gpus: MultiGrid, halo: *mut f32) {
 ///     for _ in 0..100 {
 ///         // ... write this GPU's halo into the neighbour's memory ...
 ///         gpus.sync();

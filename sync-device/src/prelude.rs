@@ -6,9 +6,10 @@
 //! use scoped_sync::prelude::*;
 //!
 //! #[no_mangle]
-//! pub unsafe extern "gpu-kernel" fn step(mut grid: Grid, data: *mut f32) {
+//! pub unsafe extern "gpu-kernel" fn halve(mut grid: Grid, data: *mut f32) {
 //!     let i = global_thread_index() as usize;
-//!     // ...
+//!     // SAFETY: `data` holds one value per thread of the grid.
+//!     unsafe { *data.add(i) *= 0.5 };
 //!     grid.sync();
 //! }
 //! ```

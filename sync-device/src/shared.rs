@@ -24,9 +24,9 @@ use crate::gpu::Gpu;
 /// The kernel crate needs `#![feature(asm_experimental_arch)]`.
 ///
 /// ```ignore
-/// let slot = sync_device::shared!(PHASES: SharedBarrier);
+/// let slot = scoped_sync::shared!(PHASES: SharedBarrier);
 /// // SAFETY: every thread of the block runs this once.
-/// let barrier = unsafe { SharedBarrier::init(&slot, sync_device::block_size()) };
+/// let barrier = unsafe { SharedBarrier::init(&slot, scoped_sync::block_size()) };
 /// ```
 #[macro_export]
 macro_rules! shared {

@@ -32,9 +32,9 @@ use crate::shared::{is_shared, SharedSlot};
 /// `cuda::ptx::mbarrier_*`.
 ///
 /// ```ignore
-/// let slot = sync_device::shared!(STAGE: SharedBarrier);
+/// let slot = scoped_sync::shared!(ARRIVALS: SharedBarrier);
 /// // SAFETY: every thread of the block runs this once.
-/// let stage = unsafe { SharedBarrier::init(&slot, sync_device::block_size()) };
+/// let stage = unsafe { SharedBarrier::init(&slot, scoped_sync::block_size()) };
 /// let token = stage.arrive(1);
 /// // ... independent work overlaps the other threads' arrivals ...
 /// stage.wait(token);

@@ -9,24 +9,20 @@
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 //! This crate embeds no kernels of its own.
 //!
+//! The README's host program (section 2) loads and launches the kernel crate its
+//! build script built (`ignore`: `include_kernels!` reads that build's output; the
+//! program is compiled as `examples/doc-blocks`):
+//!
 //! ```ignore
-//! // (`ignore`: `include_kernels!` reads the build script's output; the same lines run
-//! // in examples/user-kernels.)
 //! use scoped_sync::cuda::{EmbeddedModule, PushKernelArg, Runtime};
 //!
-//! // build.rs: sync_build::KernelCrate::new("../kernels").build_or_record();
-//! static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("kernels");
+//! static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("my_kernels");
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = Runtime::open(0)?;
-//! let module = runtime.load(&KERNELS)?;
-//! let relax = module.kernel("relax")?;
-//! let cells = runtime.upload(&[0.0_f32; 4096])?;
-//! let steps = 100_u32;
-//! // SAFETY: `relax(grid: Grid, cells: *mut f32, steps: u32)` in the kernel crate.
-//! unsafe { relax.launch_grid(132, 128, |args| { args.arg(&cells).arg(&steps); }) }?;
-//! let result = runtime.download(&cells)?;
-//! # let _ = result; Ok(()) }
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let runtime = Runtime::open(0)?;
+//!     let module = runtime.load(&KERNELS)?;
+//!     let relax = module.kernel("relax")?;
+//! # Ok(()) }
 //! ```
 
 pub mod beside;

@@ -123,11 +123,11 @@ impl EmbeddedModule {
 ///
 /// ```ignore
 /// // build.rs: sync_build::KernelCrate::new("../kernels").build_or_record();
-/// static KERNELS: scoped_sync::cuda::EmbeddedModule = scoped_sync::include_kernels!("kernels");
+/// static KERNELS: scoped_sync::cuda::EmbeddedModule = scoped_sync::include_kernels!("my_kernels");
 ///
 /// let runtime = scoped_sync::cuda::Runtime::open(0)?;
 /// let module = runtime.load(&KERNELS)?;
-/// let kernel = module.kernel("my_kernel")?;
+/// let kernel = module.kernel("relax")?;
 /// ```
 #[macro_export]
 macro_rules! include_kernels {

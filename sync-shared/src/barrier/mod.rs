@@ -544,9 +544,9 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// a `Block`-scope barrier in block-shared memory.
     ///
     /// ```ignore
-    /// let slot = sync_device::shared!(STAGE: Barrier<Block>);
+    /// let slot = scoped_sync::shared!(STAGE: Barrier<Block>);
     /// // SAFETY: every thread of the block runs this once.
-    /// let stage = unsafe { slot.init_block(Barrier::new(sync_device::block_size())) };
+    /// let stage = unsafe { slot.init_block(Barrier::new(scoped_sync::block_size())) };
     /// assert!(stage.uses_hardware());
     /// ```
     ///
@@ -605,14 +605,14 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// # Examples
     ///
     /// ```ignore
-    /// use sync_device::{dynamic_shared, sync_block, thread_in_block, Barrier, Block};
+    /// use scoped_sync::{dynamic_shared, sync_block, thread_in_block, Barrier, Block};
     ///
     /// let barrier = dynamic_shared::<Barrier<Block>>();
     /// if thread_in_block() == 0 {
     ///     // SAFETY: the launch asked for enough dynamic shared memory; the block
     ///     // barrier below orders the placing before any other thread's use.
     ///     unsafe {
-    ///         barrier.write(Barrier::new(sync_device::block_size()));
+    ///         barrier.write(Barrier::new(scoped_sync::block_size()));
     ///         (*barrier).init_in_place();
     ///     }
     /// }

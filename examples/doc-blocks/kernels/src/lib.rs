@@ -1,6 +1,6 @@
 #![no_std]
 #![feature(abi_gpu_kernel)]
-// With `shared!` (block-shared variables) add #![feature(asm_experimental_arch)].
+#![feature(asm_experimental_arch)] // `shared!` (block-shared variables) is inline asm
 #![allow(improper_gpu_kernel_arg)]
 
 use scoped_sync::prelude::*;
@@ -32,3 +32,6 @@ pub unsafe extern "gpu-kernel" fn relax(
 
 // The persistent kernel of the README's section 3.
 mod worker;
+
+// The device examples of the library's rustdoc.
+mod crate_docs;

@@ -1,6 +1,7 @@
 //! The README's host program (section 2), compiled as written there; `worker.rs` holds
 //! the host side of section 3.
 
+mod crate_docs;
 mod worker;
 
 use scoped_sync::cuda::{EmbeddedModule, PushKernelArg, Runtime};
