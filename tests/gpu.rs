@@ -225,8 +225,7 @@ fn stoppable_waits_and_callbacks_on_the_gpu_end_at_a_stop_from_another_block() {
         let semaphore = gpu
             .upload_object(&scoped_sync::CountingSemaphore::<1>::new(0))
             .unwrap();
-        // A zeroed StopSource is a new one (layout::STOP_SOURCE: 32 bytes).
-        let source = gpu.zeros::<u64>(4).unwrap();
+        let source = gpu.new_stop_source().unwrap();
         let callbacks = gpu.zeros::<u64>(grid as usize * 16).unwrap();
         let results = gpu.zeros::<u32>(4).unwrap();
         // SAFETY: (semaphore, stop source, callback slots of 128 bytes per block, four

@@ -665,3 +665,21 @@ fn debug_output() {
     source.request_stop();
     assert!(format!("{:?}", source.token()).contains("stop_requested: true"));
 }
+
+/// `Runtime::new_stop_source` hands kernels zeroed device memory as a new stop source:
+/// that holds only while a new source is all zero bytes. (The fields do not depend on
+/// the scope or backend, so the host's `System` source stands for the device's.)
+#[test]
+fn a_new_stop_source_is_all_zero_bytes() {
+    let source = StopSource::new();
+    // SAFETY: reads the bytes of a live value of that size; a source has no padding
+    // (layout::STOP_SOURCE: 32 bytes of words and pointers).
+    let bytes = unsafe {
+        std::slice::from_raw_parts(
+            std::ptr::from_ref(&source).cast::<u8>(),
+            std::mem::size_of::<StopSource>(),
+        )
+    };
+    assert_eq!(bytes.len(), scoped_sync::layout::STOP_SOURCE.size);
+    assert!(bytes.iter().all(|&byte| byte == 0), "{bytes:?}");
+}

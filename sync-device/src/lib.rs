@@ -146,12 +146,35 @@ pub type BinarySemaphore<S = Device> = sync_shared::BinarySemaphore<S, Gpu>;
 #[cfg(target_arch = "nvptx64")]
 pub type FairSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
     sync_shared::FairSemaphore<S, Gpu, MAX>;
-/// [`sync_shared::StopSource`] on CUDA threads.
+/// [`sync_shared::StopSource`] on CUDA threads (scope defaults to `Device`, as every
+/// device type's: its token then fits the default barrier's, latch's and semaphore's
+/// stoppable waits). Device memory holding a new one: `Runtime::new_stop_source` on
+/// the host. Between host and GPU threads, use a [`BusStopSource`].
+///
+/// ```ignore
+/// #[no_mangle]
+/// pub unsafe extern "gpu-kernel" fn take_or_stop(
+///     slots: *const CountingSemaphore,
+///     stop: *const StopSource,
+/// ) {
+///     // SAFETY: built by the host (`upload_object`, `new_stop_source`), alive for the launch.
+///     let (slots, stop) = unsafe { (&*slots, &*stop) };
+///     if slots.acquire_stoppable(stop.token()).is_ok() {
+///         // ... use the unit ...
+///         slots.release(1);
+///     }
+/// }
+/// ```
 #[cfg(target_arch = "nvptx64")]
-pub type StopSource<S = System> = sync_shared::StopSource<S, Gpu>;
+pub type StopSource<S = Device> = sync_shared::StopSource<S, Gpu>;
 /// [`sync_shared::StopToken`] on CUDA threads.
 #[cfg(target_arch = "nvptx64")]
-pub type StopToken<'a, S = System> = sync_shared::StopToken<'a, S, Gpu>;
+pub type StopToken<'a, S = Device> = sync_shared::StopToken<'a, S, Gpu>;
+/// [`sync_shared::StopCallback`] on CUDA threads. A callback that a thread of another
+/// block may run must lie in global memory, not on the registering thread's stack
+/// (local memory, which no other thread can reach).
+#[cfg(target_arch = "nvptx64")]
+pub type StopCallback<'a, F, S = Device> = sync_shared::StopCallback<'a, F, S, Gpu>;
 
 /// [`sync_shared::bus::HandoffSemaphore`] on CUDA threads: units handed across the bus.
 #[cfg(target_arch = "nvptx64")]

@@ -24,7 +24,8 @@ pub use crate::{
 #[cfg(target_feature = "sm_90")]
 pub use crate::{cluster_rank, map_to_block, sync_cluster, ClusterBarrier, SharedBarrier};
 pub use crate::{
-    Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, Latch, StopSource, StopToken,
+    Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, Latch, StopCallback, StopSource,
+    StopToken,
 };
 pub use crate::{Block, Cluster, Device, Scope, System, Thread};
 pub use crate::{BlockBarrier, Grid, SharedSlot, WholeBlock};

@@ -215,6 +215,26 @@ impl Runtime {
         Ok(memory)
     }
 
+    /// Device memory holding a new stop source (stop not requested, no callbacks) for
+    /// kernels: a kernel takes the pointer as a `*const sync_device::StopSource<S>` of
+    /// any scope `S` (`Device` by default there). A stop source links its registered
+    /// callbacks by pointer, so one built on the host is not a [`DeviceObject`] and
+    /// cannot be uploaded; its new state is all zero bytes, which this allocates.
+    /// Between host and GPU threads use a `BusStopSource` placed with
+    /// [`place_mapped`](Self::place_mapped).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// # fn main() -> Result<(), scoped_sync::cuda::CudaError> {
+    /// let runtime = scoped_sync::cuda::Runtime::open(0)?;
+    /// let stop = runtime.new_stop_source()?; // a kernel's `*const StopSource`
+    /// # Ok(()) }
+    /// ```
+    pub fn new_stop_source(&self) -> Result<CudaSlice<u8>, CudaError> {
+        self.zeros::<u8>(sync_shared::layout::STOP_SOURCE.size)
+    }
+
     /// Zeroed device memory for `len` values.
     pub fn zeros<T: DeviceRepr + ValidAsZeroBits>(
         &self,

@@ -126,3 +126,17 @@ pub unsafe extern "gpu-kernel" fn histogram(data: *const u32, n: u32, bins: *mut
         }
     }
 }
+
+/// `StopSource`: the default scopes fit together.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn take_or_stop(
+    slots: *const CountingSemaphore,
+    stop: *const StopSource,
+) {
+    // SAFETY: built by the host (`upload_object`, `new_stop_source`), alive for the launch.
+    let (slots, stop) = unsafe { (&*slots, &*stop) };
+    if slots.acquire_stoppable(stop.token()).is_ok() {
+        // ... use the unit ...
+        slots.release(1);
+    }
+}
