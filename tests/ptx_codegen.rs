@@ -3,7 +3,7 @@
 //! must contain exactly the expected atomic and fence instructions, in order, and no
 //! other (so no stray fence). The idea comes from cccl's `test/atomic_codegen`; the
 //! expectations here are written independently of the instruction table in
-//! `sync-device/src/ptx_atomics.rs`.
+//! `sync-device/src/ptx/atomics.rs`.
 //!
 //! Also assembles the whole module with `ptxas` for sm_90 when `PTXAS` names one
 //! (`scripts/test.sh` installs it from PyPI and sets it).
@@ -464,7 +464,10 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
         "@first_lane atom.release.gpu.add.u32",
         "shfl.sync.idx.b32 before, before, 0, 31, -1;",
         "bra.uni POLL;",
-        "@waiting bra POLL;",
+        // A lane alone polls with per-lane branches; every poll backs off with a
+        // `nanosleep` after its first rounds.
+        "@!waiting bra POLLED;",
+        "nanosleep.u32 pause;",
         "bar.warp.sync -1;",
         "fence.acquire.gpu;",
     ] {
@@ -491,8 +494,10 @@ fn the_generic_barrier_compiles_to_its_fast_paths() {
             "match.all.sync.b32 lanes|same,".to_owned(),
             "bra.uni WARP_APART;".to_owned(),
             "bar.warp.sync -1;".to_owned(),
-            "@waiting bra.uni POLL;".to_owned(),
-            "@waiting bra POLL;".to_owned(),
+            // The warp's poll and a lane's alone, each backing off with `nanosleep`.
+            "@!waiting bra.uni POLLED;".to_owned(),
+            "@!waiting bra POLLED;".to_owned(),
+            "nanosleep.u32 pause;".to_owned(),
         ] {
             assert!(body.contains(&wanted), "{kernel}: no `{wanted}`");
         }
