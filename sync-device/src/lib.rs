@@ -40,7 +40,7 @@
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
 // `SharedSlot::init_block` places a `Barrier` into its hardware form and writes any
-// other type as it is: a default method specialized for the barrier (shared.rs).
+// other type as it is: a default method specialized for the barrier (primitives/shared.rs).
 #![cfg_attr(target_arch = "nvptx64", feature(specialization))]
 #![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
@@ -49,163 +49,128 @@ pub use sync_shared::bus::{
 };
 pub use sync_shared::{Block, Cluster, Device, Scope, System, Thread, WaiterSlot};
 
+/// The target gate of the crate's items: each exists on nvptx64 only (on host targets
+/// this crate is empty, so a host workspace that depends on it is unaffected).
+macro_rules! on_nvptx {
+    ($($item:item)*) => {
+        $(
+            #[cfg(target_arch = "nvptx64")]
+            $item
+        )*
+    };
+}
+
+// The layers, bottom up: PTX instructions, PTX protocols, the backend, the device-only
+// primitives. (Declared outside `on_nvptx!`: a `macro_export` macro of a module that a
+// macro declares cannot be named by path in this crate, and the prelude names `shared!`.)
 #[cfg(target_arch = "nvptx64")]
-mod block_barrier;
-#[cfg(target_arch = "nvptx64")]
-mod bus_side;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-mod cluster;
-#[cfg(target_arch = "nvptx64")]
-mod device_print;
-#[cfg(target_arch = "nvptx64")]
-mod geometry;
-#[cfg(target_arch = "nvptx64")]
-mod global_atomics;
-#[cfg(target_arch = "nvptx64")]
-mod gpu;
-#[cfg(target_arch = "nvptx64")]
-mod grid;
-#[cfg(target_arch = "nvptx64")]
-mod grid_arrival;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-mod mbarrier;
-#[cfg(target_arch = "nvptx64")]
-mod multi_grid;
+mod backend;
 #[cfg(target_arch = "nvptx64")]
 pub mod prelude;
 #[cfg(target_arch = "nvptx64")]
-pub mod ptx_atomics;
+mod primitives;
 #[cfg(target_arch = "nvptx64")]
-mod scope_check;
+mod protocols;
 #[cfg(target_arch = "nvptx64")]
-mod shared;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-mod shared_barrier;
-#[cfg(target_arch = "nvptx64")]
-pub mod warp;
-#[cfg(target_arch = "nvptx64")]
-mod warp_barrier_phase;
-#[cfg(target_arch = "nvptx64")]
-mod warp_latch_phase;
-#[cfg(target_arch = "nvptx64")]
-mod whole_block;
+mod ptx;
 
-#[cfg(target_arch = "nvptx64")]
-pub use block_barrier::{sync_block, sync_block_any, BlockBarrier};
-#[cfg(target_arch = "nvptx64")]
-pub use bus_side::DeviceWait;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-pub use cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
-#[cfg(target_arch = "nvptx64")]
-pub use device_print::{print_panic, trap};
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-pub use geometry::cluster_rank;
-#[cfg(target_arch = "nvptx64")]
-pub use geometry::{
-    block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
-    dynamic_shared_bytes, global_thread_count, global_thread_index, grid_dimensions,
-    thread_coordinates, thread_in_block,
-};
-#[cfg(target_arch = "nvptx64")]
-pub use gpu::{GlobalTime, Gpu};
-#[cfg(target_arch = "nvptx64")]
-pub use grid::Grid;
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-pub use mbarrier::Mbarrier;
-#[cfg(target_arch = "nvptx64")]
-pub use multi_grid::{MultiGrid, MultiGridError, MultiGridToken, MULTI_GRID_PATIENCE};
-#[cfg(target_arch = "nvptx64")]
-#[doc(hidden)]
-pub use shared::shared_bytes;
-#[cfg(target_arch = "nvptx64")]
-pub use shared::{dynamic_shared, is_shared, SharedSlot};
-#[cfg(all(target_arch = "nvptx64", target_feature = "sm_90"))]
-pub use shared_barrier::{SharedBarrier, SharedToken};
-#[cfg(target_arch = "nvptx64")]
-pub use whole_block::WholeBlock;
+on_nvptx! {
+    pub use ptx::atomics as ptx_atomics;
+    pub use ptx::warp;
 
-/// [`sync_shared::Barrier`] on CUDA threads (scope defaults to `Device`).
-#[cfg(target_arch = "nvptx64")]
-pub type Barrier<S = Device, F = sync_shared::NoCompletion> = sync_shared::Barrier<S, Gpu, F>;
-/// [`sync_shared::Latch`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type Latch<S = Device> = sync_shared::Latch<S, Gpu>;
-/// [`sync_shared::CountingSemaphore`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type CountingSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
-    sync_shared::CountingSemaphore<S, Gpu, MAX>;
-/// [`sync_shared::BinarySemaphore`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type BinarySemaphore<S = Device> = sync_shared::BinarySemaphore<S, Gpu>;
-/// [`sync_shared::FairSemaphore`] on CUDA threads: first-come, first-served. A GPU
-/// thread's stack is private to it, so a thread that may have to wait queues in a
-/// [`WaiterSlot`](sync_shared::WaiterSlot) of its own in global (or, for a block's
-/// semaphore, shared) memory, through the `_in` methods (`acquire_in`,
-/// `try_acquire_for_in`, ...); `acquire` and the other stack-node methods do not
-/// compile here.
-#[cfg(target_arch = "nvptx64")]
-pub type FairSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
-    sync_shared::FairSemaphore<S, Gpu, MAX>;
-/// [`sync_shared::StopSource`] on CUDA threads (scope defaults to `Device`, as every
-/// device type's: its token then fits the default barrier's, latch's and semaphore's
-/// stoppable waits). Device memory holding a new one: `Runtime::new_stop_source` on
-/// the host. Between host and GPU threads, use a [`BusStopSource`].
-///
-/// ```ignore
-/// #[no_mangle]
-/// pub unsafe extern "gpu-kernel" fn take_or_stop(
-///     slots: *const CountingSemaphore,
-///     stop: *const StopSource,
-/// ) {
-///     // SAFETY: built by the host (`upload_object`, `new_stop_source`), alive for the launch.
-///     let (slots, stop) = unsafe { (&*slots, &*stop) };
-///     if slots.acquire_stoppable(stop.token()).is_ok() {
-///         // ... use the unit ...
-///         slots.release(1);
-///     }
-/// }
-/// ```
-#[cfg(target_arch = "nvptx64")]
-pub type StopSource<S = Device> = sync_shared::StopSource<S, Gpu>;
-/// [`sync_shared::StopToken`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type StopToken<'a, S = Device> = sync_shared::StopToken<'a, S, Gpu>;
-/// [`sync_shared::StopCallback`] on CUDA threads. A callback that a thread of another
-/// block may run must lie in global memory, not on the registering thread's stack
-/// (local memory, which no other thread can reach).
-#[cfg(target_arch = "nvptx64")]
-pub type StopCallback<'a, F, S = Device> = sync_shared::StopCallback<'a, F, S, Gpu>;
+    pub use primitives::block_barrier::{sync_block, sync_block_any, BlockBarrier};
+    pub use backend::bus_side::DeviceWait;
+    #[cfg(target_feature = "sm_90")]
+    pub use primitives::cluster::{map_to_block, sync_cluster, ClusterArrival, ClusterBarrier};
+    pub use ptx::device_print::{print_panic, trap};
+    #[cfg(target_feature = "sm_90")]
+    pub use ptx::geometry::cluster_rank;
+    pub use ptx::geometry::{
+        block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
+        dynamic_shared_bytes, global_thread_count, global_thread_index, grid_dimensions,
+        thread_coordinates, thread_in_block,
+    };
+    pub use backend::gpu::{GlobalTime, Gpu};
+    pub use primitives::grid::Grid;
+    #[cfg(target_feature = "sm_90")]
+    pub use ptx::mbarrier::Mbarrier;
+    pub use primitives::multi_grid::{MultiGrid, MultiGridError, MultiGridToken, MULTI_GRID_PATIENCE};
+    #[doc(hidden)]
+    pub use primitives::shared::shared_bytes;
+    pub use primitives::shared::{dynamic_shared, is_shared, SharedSlot};
+    #[cfg(target_feature = "sm_90")]
+    pub use primitives::shared_barrier::{SharedBarrier, SharedToken};
+    pub use primitives::whole_block::WholeBlock;
 
-/// [`sync_shared::bus::HandoffSemaphore`] on CUDA threads: units handed across the bus.
-#[cfg(target_arch = "nvptx64")]
-pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Gpu>;
-/// [`sync_shared::bus::HandoffChannel`] on CUDA threads: a handoff semaphore each way.
-#[cfg(target_arch = "nvptx64")]
-pub type HandoffChannel = sync_shared::bus::HandoffChannel<Gpu>;
-/// [`sync_shared::bus::BusLatch`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type BusLatch = sync_shared::bus::BusLatch<Gpu>;
-/// [`sync_shared::bus::BusBarrier`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type BusBarrier = sync_shared::bus::BusBarrier<Gpu>;
-/// [`sync_shared::bus::BusStopSource`] on CUDA threads.
-#[cfg(target_arch = "nvptx64")]
-pub type BusStopSource = sync_shared::bus::BusStopSource<Gpu>;
+    /// [`sync_shared::Barrier`] on CUDA threads (scope defaults to `Device`).
+    pub type Barrier<S = Device, F = sync_shared::NoCompletion> = sync_shared::Barrier<S, Gpu, F>;
+    /// [`sync_shared::Latch`] on CUDA threads.
+    pub type Latch<S = Device> = sync_shared::Latch<S, Gpu>;
+    /// [`sync_shared::CountingSemaphore`] on CUDA threads.
+    pub type CountingSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
+        sync_shared::CountingSemaphore<S, Gpu, MAX>;
+    /// [`sync_shared::BinarySemaphore`] on CUDA threads.
+    pub type BinarySemaphore<S = Device> = sync_shared::BinarySemaphore<S, Gpu>;
+    /// [`sync_shared::FairSemaphore`] on CUDA threads: first-come, first-served. A GPU
+    /// thread's stack is private to it, so a thread that may have to wait queues in a
+    /// [`WaiterSlot`](sync_shared::WaiterSlot) of its own in global (or, for a block's
+    /// semaphore, shared) memory, through the `_in` methods (`acquire_in`,
+    /// `try_acquire_for_in`, ...); `acquire` and the other stack-node methods do not
+    /// compile here.
+    pub type FairSemaphore<const MAX: u32 = { sync_shared::SEMAPHORE_MAX }, S = Device> =
+        sync_shared::FairSemaphore<S, Gpu, MAX>;
+    /// [`sync_shared::StopSource`] on CUDA threads (scope defaults to `Device`, as every
+    /// device type's: its token then fits the default barrier's, latch's and semaphore's
+    /// stoppable waits). Device memory holding a new one: `Runtime::new_stop_source` on
+    /// the host. Between host and GPU threads, use a [`BusStopSource`].
+    ///
+    /// ```ignore
+    /// #[no_mangle]
+    /// pub unsafe extern "gpu-kernel" fn take_or_stop(
+    ///     slots: *const CountingSemaphore,
+    ///     stop: *const StopSource,
+    /// ) {
+    ///     // SAFETY: built by the host (`upload_object`, `new_stop_source`), alive for the launch.
+    ///     let (slots, stop) = unsafe { (&*slots, &*stop) };
+    ///     if slots.acquire_stoppable(stop.token()).is_ok() {
+    ///         // ... use the unit ...
+    ///         slots.release(1);
+    ///     }
+    /// }
+    /// ```
+    pub type StopSource<S = Device> = sync_shared::StopSource<S, Gpu>;
+    /// [`sync_shared::StopToken`] on CUDA threads.
+    pub type StopToken<'a, S = Device> = sync_shared::StopToken<'a, S, Gpu>;
+    /// [`sync_shared::StopCallback`] on CUDA threads. A callback that a thread of another
+    /// block may run must lie in global memory, not on the registering thread's stack
+    /// (local memory, which no other thread can reach).
+    pub type StopCallback<'a, F, S = Device> = sync_shared::StopCallback<'a, F, S, Gpu>;
 
-#[cfg(target_arch = "nvptx64")]
-mod layout_checks {
-    use super::*;
-    use sync_shared::{assert_layout, layout};
+    /// [`sync_shared::bus::HandoffSemaphore`] on CUDA threads: units handed across the bus.
+    pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Gpu>;
+    /// [`sync_shared::bus::HandoffChannel`] on CUDA threads: a handoff semaphore each way.
+    pub type HandoffChannel = sync_shared::bus::HandoffChannel<Gpu>;
+    /// [`sync_shared::bus::BusLatch`] on CUDA threads.
+    pub type BusLatch = sync_shared::bus::BusLatch<Gpu>;
+    /// [`sync_shared::bus::BusBarrier`] on CUDA threads.
+    pub type BusBarrier = sync_shared::bus::BusBarrier<Gpu>;
+    /// [`sync_shared::bus::BusStopSource`] on CUDA threads.
+    pub type BusStopSource = sync_shared::bus::BusStopSource<Gpu>;
 
-    assert_layout!(Barrier, layout::BARRIER);
-    assert_layout!(Latch, layout::LATCH);
-    assert_layout!(CountingSemaphore, layout::COUNTING_SEMAPHORE);
-    assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
-    assert_layout!(StopSource, layout::STOP_SOURCE);
-    assert_layout!(HandoffSemaphore<GpuToHost>, layout::HANDOFF_SEMAPHORE);
-    assert_layout!(HandoffChannel, layout::HANDOFF_CHANNEL);
-    assert_layout!(BusLatch, layout::BUS_LATCH);
-    assert_layout!(BusBarrier, layout::BUS_BARRIER);
-    assert_layout!(BusStopSource, layout::BUS_STOP_SOURCE);
-    assert_layout!(MultiGrid, layout::MULTI_GRID);
+    mod layout_checks {
+        use super::*;
+        use sync_shared::{assert_layout, layout};
+
+        assert_layout!(Barrier, layout::BARRIER);
+        assert_layout!(Latch, layout::LATCH);
+        assert_layout!(CountingSemaphore, layout::COUNTING_SEMAPHORE);
+        assert_layout!(FairSemaphore, layout::FAIR_SEMAPHORE);
+        assert_layout!(StopSource, layout::STOP_SOURCE);
+        assert_layout!(HandoffSemaphore<GpuToHost>, layout::HANDOFF_SEMAPHORE);
+        assert_layout!(HandoffChannel, layout::HANDOFF_CHANNEL);
+        assert_layout!(BusLatch, layout::BUS_LATCH);
+        assert_layout!(BusBarrier, layout::BUS_BARRIER);
+        assert_layout!(BusStopSource, layout::BUS_STOP_SOURCE);
+        assert_layout!(MultiGrid, layout::MULTI_GRID);
+    }
 }

@@ -14,7 +14,7 @@
 //! }
 //! ```
 
-pub use crate::ptx_atomics::PtxScope;
+pub use crate::ptx::atomics::PtxScope;
 pub use crate::{
     block_coordinates, block_count, block_dimensions, block_index, block_size, clock64,
     dynamic_shared, dynamic_shared_bytes, global_thread_count, global_thread_index,

@@ -5,12 +5,12 @@ use core::time::Duration;
 
 use sync_shared::{Backend, Combined, Ordering, Word};
 
-use crate::ptx::geometry::{global_thread_index, launch_id};
-use crate::ptx::atomics::PtxScope;
 use crate::backend::scope_check;
-use crate::ptx::warp;
 #[cfg(not(debug_assertions))]
 use crate::protocols::{warp_barrier_phase, warp_latch_phase};
+use crate::ptx::atomics::PtxScope;
+use crate::ptx::geometry::{global_thread_index, launch_id};
+use crate::ptx::warp;
 
 /// The device backend: inline-PTX scoped atomics; waits poll with `nanosleep` and a
 /// capped exponential backoff (a device thread has no operating system to park in, and

@@ -4,8 +4,8 @@ use sync_shared::layout::grid::{
     group_counter_line, group_release_line, groups, GRID_GROUP_BLOCKS, GRID_LINE_WORDS,
 };
 
-use crate::ptx::geometry::{block_count, block_index, global_thread_count, global_thread_index};
 use crate::protocols::grid_arrival::{self, Arrival};
+use crate::ptx::geometry::{block_count, block_index, global_thread_count, global_thread_index};
 
 /// The grid of a cooperative launch, with its barrier. A kernel gets one only as a
 /// parameter filled in by the host's cooperative launch

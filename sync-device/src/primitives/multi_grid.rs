@@ -7,11 +7,11 @@ use sync_shared::layout::multi_grid::{
 };
 use sync_shared::{Backend, Device, Ordering, System};
 
+use crate::backend::gpu::{GlobalTime, Gpu};
 use crate::primitives::block_barrier::{sync_block, sync_block_any};
+use crate::ptx::atomics::PtxScope;
 use crate::ptx::geometry::{block_count, block_index, thread_in_block};
 use crate::ptx::global_atomics;
-use crate::backend::gpu::{GlobalTime, Gpu};
-use crate::ptx::atomics::PtxScope;
 
 /// How long [`MultiGrid::sync`] and [`MultiGrid::wait`] wait for the other GPUs before
 /// they panic.

@@ -9,13 +9,13 @@ use core::marker::PhantomData;
 
 use sync_shared::{Backend, Barrier, Completion, Scope};
 
+use crate::backend::gpu::Gpu;
 use crate::primitives::block_barrier::sync_block;
 #[cfg(target_feature = "sm_90")]
 use crate::primitives::cluster::{map_to_block, sync_cluster};
 #[cfg(target_feature = "sm_90")]
 use crate::ptx::geometry::cluster_rank;
 use crate::ptx::geometry::thread_in_block;
-use crate::backend::gpu::Gpu;
 
 /// Declares an uninitialized block-shared variable of type `$ty` and evaluates to its
 /// [`SharedSlot`]. Each expansion site is one variable (so a loop reuses it); `$name`

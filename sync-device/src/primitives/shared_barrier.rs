@@ -8,8 +8,8 @@ use core::time::Duration;
 use sync_shared::{Backend, Block, Scope, StopToken, Stopped};
 
 use crate::backend::gpu::{GlobalTime, Gpu};
-use crate::ptx::mbarrier::{self, window, MAX_EXPECTED};
 use crate::primitives::shared::{is_shared, SharedSlot};
+use crate::ptx::mbarrier::{self, window, MAX_EXPECTED};
 
 /// A reusable barrier for threads of one block, with split arrive/wait, arrival tokens
 /// and parity waits, on the hardware `mbarrier` (sm_90) in block-shared memory: an

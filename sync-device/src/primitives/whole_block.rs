@@ -3,12 +3,12 @@
 
 use sync_shared::{Barrier, Completion, Latch};
 
-use crate::primitives::block_barrier::sync_block;
-use crate::ptx::geometry::{block_size, is_block_leader};
 use crate::backend::gpu::Gpu;
-use crate::ptx::atomics::PtxScope;
+use crate::primitives::block_barrier::sync_block;
 #[cfg(not(debug_assertions))]
 use crate::protocols::warp_barrier_phase;
+use crate::ptx::atomics::PtxScope;
+use crate::ptx::geometry::{block_size, is_block_leader};
 
 /// Operations that every thread of a block calls together, done as one arrival of the
 /// block's thread count by thread 0 between two hardware block barriers: one atomic per

@@ -50,8 +50,8 @@ use core::arch::asm;
 
 use sync_shared::layout::grid::{group_release_line, GRID_LINE_WORDS};
 
-use crate::ptx::geometry::{block_size, thread_in_block};
 use crate::ptx::atomics::acquire_fence_text;
+use crate::ptx::geometry::{block_size, thread_in_block};
 use crate::ptx::warp::{lane, WARP_LANES};
 
 /// Bytes from one group's release word to the next.

@@ -39,9 +39,9 @@ use core::arch::asm;
 use sync_shared::barrier::encoding::{COUNT, DROPPED, EXPECTED, OPEN, PARITY, UNIT};
 use sync_shared::{Device, Scope, System};
 
-use crate::ptx::geometry::{block_size, thread_in_block};
 use crate::backend::gpu::{FIRST_SLEEP_NS, MAX_SLEEP_NS, POLL_ROUNDS};
 use crate::ptx::atomics::acquire_fence_text;
+use crate::ptx::geometry::{block_size, thread_in_block};
 use crate::ptx::warp::{lane, WARP_LANES};
 
 /// `$reg` takes lane 0's value in every lane of the member mask `$who`; a lane alone

@@ -21,9 +21,11 @@ use sync_shared::latch::COUNT;
 use sync_shared::{Block, Device, Scope, System};
 
 use crate::backend::gpu::{FIRST_SLEEP_NS, MAX_SLEEP_NS, POLL_ROUNDS};
+use crate::protocols::warp_barrier_phase::{
+    branch, leader, poll_again, poll_start, share, warp_together,
+};
 use crate::ptx::atomics::acquire_fence_text;
 use crate::ptx::warp::{lane, WARP_LANES};
-use crate::protocols::warp_barrier_phase::{branch, leader, poll_again, poll_start, share, warp_together};
 
 /// One count-down of `$take` (text: an operand; `$minus` its negation) and the wait
 /// for zero, as one `{ }` scope of PTX text at scope `$q`: by a warp whose lane 0
