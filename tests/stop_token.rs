@@ -667,19 +667,24 @@ fn debug_output() {
 }
 
 /// `Runtime::new_stop_source` hands kernels zeroed device memory as a new stop source:
-/// that holds only while a new source is all zero bytes. (The fields do not depend on
-/// the scope or backend, so the host's `System` source stands for the device's.)
+/// all-zero bytes must be a new source (no stop requested, no callbacks, working).
+/// (The fields do not depend on the scope or backend, so the host's `System` source
+/// stands for the device's; the bytes of `StopSource::new()` cannot be compared, as
+/// the state word is followed by padding.)
 #[test]
-fn a_new_stop_source_is_all_zero_bytes() {
-    let source = StopSource::new();
-    // SAFETY: reads the bytes of a live value of that size; a source has no padding
-    // (layout::STOP_SOURCE: 32 bytes of words and pointers).
-    let bytes = unsafe {
-        std::slice::from_raw_parts(
-            std::ptr::from_ref(&source).cast::<u8>(),
-            std::mem::size_of::<StopSource>(),
-        )
-    };
-    assert_eq!(bytes.len(), scoped_sync::layout::STOP_SOURCE.size);
-    assert!(bytes.iter().all(|&byte| byte == 0), "{bytes:?}");
+fn zeroed_memory_is_a_new_stop_source() {
+    // SAFETY: every field of a stop source is an integer, an atomic integer, a raw
+    // pointer or zero-sized, for which all-zero bytes are a valid value.
+    let source: StopSource = unsafe { std::mem::MaybeUninit::zeroed().assume_init() };
+    assert_eq!(
+        std::mem::size_of::<StopSource>(),
+        scoped_sync::layout::STOP_SOURCE.size
+    );
+    assert!(!source.stop_requested());
+    let ran = AtomicBool::new(false);
+    let callback = pin!(StopCallback::new(source.token(), || ran.store(true, Ordering::Relaxed)));
+    callback.as_ref().register();
+    assert!(source.request_stop(), "the first request");
+    assert!(ran.load(Ordering::Relaxed), "the registered callback ran");
+    assert!(!source.request_stop());
 }
