@@ -226,8 +226,8 @@ impl Runtime {
     /// # Examples
     ///
     /// ```no_run
-    /// # fn main() -> Result<(), scoped_sync::cuda::CudaError> {
-    /// let runtime = scoped_sync::cuda::Runtime::open(0)?;
+    /// # fn main() -> Result<(), sync_host::cuda::CudaError> {
+    /// let runtime = sync_host::cuda::Runtime::open(0)?;
     /// let stop = runtime.new_stop_source()?; // a kernel's `*const StopSource`
     /// # Ok(()) }
     /// ```
