@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# loom models of every primitive (sync-host/tests/loom.rs) and of the bus objects
-# (sync-host/tests/loom_bus.rs: host threads and loom threads playing the GPU):
+# loom models, one test file per primitive (sync-host/tests/loom_*.rs, sharing
+# loom_support/) and per bus object (loom_bus_*.rs, sharing loom_bus_support/: host
+# threads and loom threads playing the GPU):
 # explores the thread interleavings of the algorithms with loom's atomics and parking,
 # and fails on a data race, a broken assertion, a lost wake-up (reported by loom as a
 # deadlock) or a bus wait that cannot end.
@@ -17,4 +18,4 @@ cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/loom}"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 
-RUSTFLAGS="--cfg loom" cargo test -p sync-host --test loom --test loom_bus --release "$@"
+RUSTFLAGS="--cfg loom" cargo test -p sync-host --test 'loom_*' --release "$@"
