@@ -80,7 +80,7 @@ integration fair_semaphore libcxx_ acquire_release_try_acquire acquire_blocks_un
     release_n_lets_exactly_n_waiters_through try_acquire_does_not_jump_the_queue \
     stopped_waiter_conserves_the_count timed_out_waiter_conserves_the_count \
     mutual_exclusion_survives timed_acquires_succeed \
-    timed_hang release_with_queued_waiters max_values in_a_static
+    timed_hang release_with_queued_waiters max_values semaphores_in_statics
 integration bus
 
 printf '\nscripts/miri.sh: all Miri runs passed\n'

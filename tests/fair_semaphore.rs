@@ -1,16 +1,29 @@
 //! Conformance tests for `scoped_sync::FairSemaphore` (FIFO) on CPU threads: the
-//! semaphore API of `tests/semaphore.rs`, plus first-come-first-served order and the
-//! count conservation of waits that time out or are stopped while queued.
+//! semaphore suite every semaphore passes (`semaphore_suite`, with the counter checked
+//! where it knows it), plus first-come-first-served order and the count conservation
+//! of waits that time out or are stopped while queued.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use scoped_sync::{FairSemaphore, StopSource, StopToken, Stopped, WaiterSlot, SEMAPHORE_MAX};
+use scoped_sync::{FairSemaphore, StopSource, Stopped, WaiterSlot};
 
 mod common;
-use common::{hang_guard, spin_until, Unsync};
+mod semaphore_suite;
+use common::{hang_guard, spin_until};
+
+semaphore_suite::semaphore_suite!(
+    FairSemaphore,
+    count: crate::counter,
+    lost_wakeup: (8, 2_000, 10)
+);
+
+/// [`count`] for the suite.
+fn counter<const MAX: u32>(semaphore: &FairSemaphore<MAX>) -> Option<i64> {
+    Some(count(semaphore))
+}
 
 /// The semaphore's counter as its `Debug` output shows it: free units, or minus the
 /// number of queued tickets. Taking a ticket is the first thing a blocking acquire
@@ -23,15 +36,6 @@ fn count<const MAX: u32>(semaphore: &FairSemaphore<MAX>) -> i64 {
         .take_while(|c| *c == '-' || c.is_ascii_digit())
         .collect();
     digits.parse().expect("count is a number")
-}
-
-/// Takes every unit that is free without blocking; returns how many.
-fn drain<const MAX: u32>(semaphore: &FairSemaphore<MAX>) -> u32 {
-    let mut taken = 0;
-    while semaphore.try_acquire() {
-        taken += 1;
-    }
-    taken
 }
 
 #[test]
@@ -48,71 +52,6 @@ fn acquire_release_try_acquire() {
     semaphore.acquire();
     assert!(!semaphore.try_acquire());
     assert_eq!(count(&semaphore), 0);
-}
-
-#[test]
-fn libcxx_release_shape() {
-    hang_guard("libcxx_release_shape", 30, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(0);
-        semaphore.release(1);
-        semaphore.acquire();
-        thread::scope(|s| {
-            s.spawn(|| semaphore.acquire());
-            semaphore.release(2);
-        });
-        semaphore.acquire();
-        assert!(!semaphore.try_acquire());
-    });
-}
-
-#[test]
-fn acquire_blocks_until_release() {
-    hang_guard("acquire_blocks_until_release", 30, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(0);
-        let acquired = AtomicBool::new(false);
-        thread::scope(|s| {
-            s.spawn(|| {
-                semaphore.acquire();
-                acquired.store(true, Ordering::Relaxed);
-            });
-            spin_until(|| count(&semaphore) == -1);
-            thread::sleep(Duration::from_millis(20));
-            assert!(!acquired.load(Ordering::Relaxed), "acquired with no unit");
-            semaphore.release(1);
-        });
-        assert!(acquired.load(Ordering::Relaxed));
-        assert_eq!(count(&semaphore), 0);
-    });
-}
-
-#[test]
-fn release_n_lets_exactly_n_waiters_through() {
-    const WAITERS: u32 = 5;
-    hang_guard("release_n_lets_exactly_n_waiters_through", 30, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(0);
-        let through = AtomicU32::new(0);
-        thread::scope(|s| {
-            for _ in 0..WAITERS {
-                s.spawn(|| {
-                    semaphore.acquire();
-                    through.fetch_add(1, Ordering::Relaxed);
-                });
-            }
-            spin_until(|| count(&semaphore) == -i64::from(WAITERS));
-            semaphore.release(3);
-            spin_until(|| through.load(Ordering::Relaxed) == 3);
-            thread::sleep(Duration::from_millis(20));
-            assert_eq!(
-                through.load(Ordering::Relaxed),
-                3,
-                "more than 3 units taken"
-            );
-            assert_eq!(count(&semaphore), -2);
-            semaphore.release(2);
-        });
-        assert_eq!(through.load(Ordering::Relaxed), WAITERS);
-        assert!(!semaphore.try_acquire());
-    });
 }
 
 #[test]
@@ -183,60 +122,6 @@ fn try_acquire_does_not_jump_the_queue() {
         assert_eq!(count(&semaphore), 0);
         semaphore.release(1);
         assert!(semaphore.try_acquire());
-    });
-}
-
-#[test]
-fn timed_hang_returns_false_promptly() {
-    hang_guard("timed_hang_returns_false_promptly", 30, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(0);
-        for timeout in [
-            Duration::ZERO,
-            Duration::from_nanos(1),
-            Duration::from_nanos(10),
-            Duration::from_nanos(100),
-            Duration::from_micros(1),
-            Duration::from_micros(10),
-            Duration::from_micros(100),
-            Duration::from_millis(1),
-        ] {
-            for _ in 0..10 {
-                assert!(
-                    !semaphore.try_acquire_for(timeout),
-                    "try_acquire_for({timeout:?}) took a unit that does not exist"
-                );
-            }
-        }
-        let now = Instant::now();
-        assert!(!semaphore.try_acquire_until(now));
-        assert!(!semaphore.try_acquire_until(now - Duration::from_millis(5)));
-        assert!(!semaphore.try_acquire_until(Instant::now() + Duration::from_millis(1)));
-        // Every abandoned ticket was paid for: the counter is still zero.
-        assert_eq!(count(&semaphore), 0);
-        semaphore.release(1);
-        assert!(semaphore.try_acquire());
-        assert!(!semaphore.try_acquire());
-    });
-}
-
-#[test]
-fn timed_acquires_succeed() {
-    hang_guard("timed_acquires_succeed", 60, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(1);
-        assert!(semaphore.try_acquire_for(Duration::ZERO));
-        semaphore.release(1);
-        assert!(semaphore.try_acquire_until(Instant::now() - Duration::from_secs(1)));
-        thread::scope(|s| {
-            s.spawn(|| {
-                thread::sleep(Duration::from_millis(20));
-                semaphore.release(1);
-                thread::sleep(Duration::from_millis(20));
-                semaphore.release(1);
-            });
-            assert!(semaphore.try_acquire_for(Duration::from_secs(30)));
-            assert!(semaphore.try_acquire_until(Instant::now() + Duration::from_secs(30)));
-        });
-        assert_eq!(count(&semaphore), 0);
     });
 }
 
@@ -406,27 +291,6 @@ fn later_waiter_stopping_grants_nothing_to_the_head() {
 }
 
 #[test]
-fn acquire_stoppable_returns_ok_when_released() {
-    hang_guard("acquire_stoppable_returns_ok", 30, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(0);
-        let source = StopSource::new();
-        thread::scope(|s| {
-            let waiter = s.spawn(|| semaphore.acquire_stoppable(source.token()));
-            spin_until(|| count(&semaphore) == -1);
-            semaphore.release(1);
-            assert_eq!(waiter.join().unwrap(), Ok(()));
-        });
-        source.request_stop();
-        semaphore.release(1);
-        assert_eq!(semaphore.acquire_stoppable(source.token()), Ok(()));
-        assert_eq!(semaphore.acquire_stoppable(source.token()), Err(Stopped));
-        assert_eq!(count(&semaphore), 0);
-        semaphore.release(1);
-        assert_eq!(semaphore.acquire_stoppable(StopToken::none()), Ok(()));
-    });
-}
-
-#[test]
 fn many_timed_waiters_conserve_units() {
     // Timed acquirers churn (time out, retry) while units trickle in: every unit is
     // taken exactly once and none is invented.
@@ -458,83 +322,6 @@ fn many_timed_waiters_conserve_units() {
 }
 
 #[test]
-fn lost_wakeup() {
-    const ACQUIRERS: u32 = 8;
-    const ACQUIRES: u32 = 2_000;
-    const ROUNDS: u32 = 10;
-    hang_guard("lost_wakeup", 100, || {
-        let semaphore: FairSemaphore = FairSemaphore::new(0);
-        for round in 0..ROUNDS {
-            thread::scope(|s| {
-                for _ in 0..ACQUIRERS {
-                    s.spawn(|| {
-                        for _ in 0..ACQUIRES {
-                            semaphore.acquire();
-                        }
-                    });
-                }
-                let mut left = ACQUIRERS * ACQUIRES;
-                let mut i = 0;
-                while left > 0 {
-                    let n = (i % 4 + 1).min(left);
-                    semaphore.release(n);
-                    left -= n;
-                    i += 1;
-                    if i % 64 == 0 {
-                        thread::yield_now();
-                    }
-                }
-            });
-            assert!(
-                !semaphore.try_acquire(),
-                "round {round}: a unit was left over"
-            );
-        }
-    });
-}
-
-#[test]
-fn binary_fair_semaphore_as_a_mutex() {
-    const THREADS: u64 = 4;
-    const ITERATIONS: u64 = 5_000;
-    hang_guard("binary_fair_semaphore_as_a_mutex", 60, || {
-        let lock: FairSemaphore<1> = FairSemaphore::new(1);
-        let counter = Unsync::new(0u64);
-        let inside = AtomicBool::new(false);
-        thread::scope(|s| {
-            for _ in 0..THREADS {
-                s.spawn(|| {
-                    for _ in 0..ITERATIONS {
-                        lock.acquire();
-                        assert!(!inside.swap(true, Ordering::Relaxed), "two threads inside");
-                        counter.set(counter.get() + 1);
-                        inside.store(false, Ordering::Relaxed);
-                        lock.release(1);
-                    }
-                });
-            }
-        });
-        assert_eq!(counter.get(), THREADS * ITERATIONS);
-        assert!(lock.try_acquire());
-    });
-}
-
-#[test]
-fn max_values() {
-    assert_eq!(<FairSemaphore>::max(), SEMAPHORE_MAX);
-    assert_eq!(FairSemaphore::<7>::max(), 7);
-    assert_eq!(FairSemaphore::<1>::max(), 1);
-    let full: FairSemaphore<7> = FairSemaphore::new(7);
-    assert_eq!(drain(&full), 7);
-    full.release(7);
-    assert_eq!(count(&full), 7);
-    let largest: FairSemaphore = FairSemaphore::new(SEMAPHORE_MAX);
-    assert!(largest.try_acquire());
-    largest.release(1);
-    assert_eq!(count(&largest), i64::from(SEMAPHORE_MAX));
-}
-
-#[test]
 fn release_with_queued_waiters_counts_them() {
     // The counter is negative while threads queue; a release up to MAX above it is
     // allowed (it serves the queue first).
@@ -548,25 +335,6 @@ fn release_with_queued_waiters_counts_them() {
         assert_eq!(count(&semaphore), 1);
         assert!(semaphore.try_release(1).is_err(), "1 + 1 exceeds MAX = 1");
         assert!(semaphore.try_acquire());
-    });
-}
-
-static STATIC_FAIR: FairSemaphore = FairSemaphore::new(0);
-
-#[test]
-fn fair_semaphore_in_a_static() {
-    hang_guard("fair_semaphore_in_a_static", 30, || {
-        thread::scope(|s| {
-            s.spawn(|| {
-                for _ in 0..100 {
-                    STATIC_FAIR.acquire();
-                }
-            });
-            for _ in 0..100 {
-                STATIC_FAIR.release(1);
-            }
-        });
-        assert!(!STATIC_FAIR.try_acquire());
     });
 }
 
