@@ -140,3 +140,31 @@ pub unsafe extern "gpu-kernel" fn take_or_stop(
         slots.release(1);
     }
 }
+
+/// docs/multi-gpu.md: the ring slots of one direction of a channel between two GPUs.
+const RING: u64 = 16;
+
+/// docs/multi-gpu.md: what unit `k` carries.
+fn payload(k: u32) -> u32 {
+    k.wrapping_mul(0x9E37_79B9)
+}
+
+/// docs/multi-gpu.md: one direction of a channel between two GPUs.
+fn gpu_to_gpu(
+    work: &HandoffSemaphore<GpuToGpu>,
+    credits: &HandoffSemaphore<GpuToGpu>,
+    stop: &BusStopSource,
+    slots: &mut [u32],
+    units: u32,
+    patience: core::time::Duration,
+) -> Result<(), WaitError> {
+    // GPU 0, one thread: units to GPU 1 through `work` (in GPU 1's memory), slots handed
+    // back through `credits` (in GPU 0's memory).
+    let (mut out, mut back) = (work.producer().unwrap(), credits.consumer().unwrap());
+    for k in 0..units {
+        back.acquire(DeviceWait::new().timeout(patience))?;
+        out.release_with(1, |unit| slots[(unit % RING) as usize] = payload(k));
+    }
+    stop.request_stop();
+    Ok(())
+}
