@@ -17,7 +17,8 @@ use common::{hang_guard, spin_until};
 semaphore_suite::semaphore_suite!(
     FairSemaphore,
     count: crate::counter,
-    lost_wakeup: (8, 2_000, 10)
+    lost_wakeup: (8, 2_000, 10),
+    mutex_iterations: 5_000
 );
 
 /// [`count`] for the suite.

@@ -526,7 +526,7 @@ fn semaphore_conformance_matrix_and_stress() {
 fn semaphore_in_shared_memory_guarding_a_global_counter() {
     let Some(gpu) = runtime() else { return };
     // Under racecheck, not the clusters of 8: there the 1024 threads of a cluster
-    // stalled on the mutex in 3 of 5 runs on an H200 (about 1600 of 2048 acquisitions;
+    // stalled on the mutex in 5 of 7 runs on an H200 (about 1600 of 2048 acquisitions;
     // the rest timed out, after 60 s and after 240 s alike; the semaphore free and
     // working at the end; 0 hazards) and passed in the other two. Natively they pass
     // in every run (`docs/sanitizers.md`, run F).

@@ -16,7 +16,8 @@ use common::{hang_guard, spin_until, Unsync};
 semaphore_suite::semaphore_suite!(
     CountingSemaphore,
     count: crate::counter,
-    lost_wakeup: (8, 10_000, 20)
+    lost_wakeup: (8, 10_000, 20),
+    mutex_iterations: 20_000
 );
 
 /// The suite's counter: a `CountingSemaphore` counts free units only (its waiters

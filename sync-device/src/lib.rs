@@ -94,7 +94,9 @@ on_nvptx! {
     pub use primitives::grid::Grid;
     #[cfg(target_feature = "sm_90")]
     pub use ptx::mbarrier::Mbarrier;
-    pub use primitives::multi_grid::{MultiGrid, MultiGridError, MultiGridToken, MULTI_GRID_PATIENCE};
+    pub use primitives::multi_grid::{
+        MultiGrid, MultiGridError, MultiGridToken, MULTI_GRID_PATIENCE,
+    };
     #[doc(hidden)]
     pub use primitives::shared::shared_bytes;
     pub use primitives::shared::{dynamic_shared, is_shared, SharedSlot};

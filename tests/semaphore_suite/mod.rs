@@ -15,8 +15,15 @@
 ///   with it the tests wait until threads are queued instead of sleeping, and check the
 ///   counter where the test knows it.
 /// - `lost_wakeup`: `(acquirers, acquires per acquirer, rounds)` of the lost-wakeup stress.
+/// - `mutex_iterations`: the lock round trips per thread of the binary semaphore as a
+///   mutex.
 macro_rules! semaphore_suite {
-    ($sem:ident, count: $count:path, lost_wakeup: ($acquirers:expr, $acquires:expr, $rounds:expr)) => {
+    (
+        $sem:ident,
+        count: $count:path,
+        lost_wakeup: ($acquirers:expr, $acquires:expr, $rounds:expr),
+        mutex_iterations: $mutex_iterations:expr
+    ) => {
         mod suite {
             use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
             use std::thread;
@@ -157,7 +164,11 @@ macro_rules! semaphore_suite {
                         semaphore.release(3);
                         spin_until(|| through.load(Ordering::Relaxed) == 3);
                         thread::sleep(Duration::from_millis(20));
-                        assert_eq!(through.load(Ordering::Relaxed), 3, "more than 3 units taken");
+                        assert_eq!(
+                            through.load(Ordering::Relaxed),
+                            3,
+                            "more than 3 units taken"
+                        );
                         assert_count(&semaphore, -2);
                         semaphore.release(2);
                     });
@@ -192,7 +203,8 @@ macro_rules! semaphore_suite {
                     let now = Instant::now();
                     assert!(!semaphore.try_acquire_until(now));
                     assert!(!semaphore.try_acquire_until(now - Duration::from_millis(5)));
-                    assert!(!semaphore.try_acquire_until(Instant::now() + Duration::from_millis(1)));
+                    let soon = Instant::now() + Duration::from_millis(1);
+                    assert!(!semaphore.try_acquire_until(soon));
                     // The timeouts left no trace: no waiter counted, and a release is
                     // taken exactly once.
                     assert_count(&semaphore, 0);
@@ -223,7 +235,8 @@ macro_rules! semaphore_suite {
                             semaphore.release(1);
                         });
                         assert!(semaphore.try_acquire_for(Duration::from_secs(30)));
-                        assert!(semaphore.try_acquire_until(Instant::now() + Duration::from_secs(30)));
+                        let later = Instant::now() + Duration::from_secs(30);
+                        assert!(semaphore.try_acquire_until(later));
                     });
                     assert_count(&semaphore, 0);
                     assert!(!semaphore.try_acquire());
@@ -283,7 +296,10 @@ macro_rules! semaphore_suite {
                             acquired.load(Ordering::Relaxed),
                             u64::from((round + 1) * ACQUIRERS * ACQUIRES)
                         );
-                        assert!(!semaphore.try_acquire(), "round {round}: a unit was left over");
+                        assert!(
+                            !semaphore.try_acquire(),
+                            "round {round}: a unit was left over"
+                        );
                     }
                 });
             }
@@ -336,7 +352,7 @@ macro_rules! semaphore_suite {
             #[test]
             fn binary_semaphore_as_a_mutex() {
                 const THREADS: u64 = 4;
-                const ITERATIONS: u64 = 5_000;
+                const ITERATIONS: u64 = $mutex_iterations;
                 hang_guard("binary_semaphore_as_a_mutex", 60, || {
                     let lock: $sem<1> = $sem::new(1);
                     let counter = Unsync::new(0u64);
@@ -346,7 +362,8 @@ macro_rules! semaphore_suite {
                             s.spawn(|| {
                                 for _ in 0..ITERATIONS {
                                     lock.acquire();
-                                    assert!(!inside.swap(true, Ordering::Relaxed), "two threads inside");
+                                    let other = inside.swap(true, Ordering::Relaxed);
+                                    assert!(!other, "two threads inside");
                                     counter.set(counter.get() + 1);
                                     inside.store(false, Ordering::Relaxed);
                                     lock.release(1);
