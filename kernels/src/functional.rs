@@ -183,3 +183,63 @@ pub unsafe extern "gpu-kernel" fn stoppable_waits_end_at_stop(
     // SAFETY: the callback was written above and is dropped once, here.
     unsafe { core::ptr::drop_in_place(core::ptr::from_ref(callback.get_ref()).cast_mut()) };
 }
+
+/// [`stoppable_waits_end_at_stop`] with the callbacks in `sync_device::StopCallbackSlot`s
+/// (one per block, `slots`) instead of placed by hand, plus what the slot promises:
+/// a second placement in a held slot is refused (`results[4]` counts the refusals), and
+/// once the guard drops the slot takes a new callback, which, placed after the stop,
+/// runs at once (so `results[0]` ends at twice the waiters).
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn stop_callbacks_in_slots(
+    semaphore: *const CountingSemaphore<Device, Gpu>,
+    source: *const StopSource<Device, Gpu>,
+    slots: *const sync_device::StopCallbackSlot,
+    results: *mut u32,
+) {
+    const { assert!(core::mem::size_of::<sync_device::StopCallbackSlot>() == 128) };
+    if sync_device::thread_in_block() != 0 {
+        return;
+    }
+    // SAFETY: the host passes live, aligned objects with the shared layouts, a zeroed
+    // slot per block, and five result words.
+    let (semaphore, source) = unsafe { (&*semaphore, &*source) };
+    let block = sync_device::block_index();
+    // SAFETY: as above.
+    let slot = unsafe { &*slots.add(block as usize) };
+    // SAFETY: as above.
+    let [called, stopped, registered, first, refused] =
+        [0, 1, 2, 3, 4].map(|i| unsafe { Word::from_ptr(results.add(i)) });
+    let waiters = sync_device::block_count() - 1;
+    if block == 0 {
+        while <Gpu as Backend<Device>>::load(registered, Ordering::Acquire) < waiters {
+            <Gpu as Backend<Device>>::yield_now();
+        }
+        if source.request_stop() {
+            <Gpu as Backend<Device>>::fetch_add(first, 1, Ordering::Relaxed);
+        }
+        return;
+    }
+    let count_call = move || {
+        <Gpu as Backend<Device>>::fetch_add(called, 1, Ordering::Relaxed);
+    };
+    let Some(placed) = slot.place(source.token(), count_call) else {
+        // An empty slot refused: counted as registered so that block 0 does not wait
+        // for ever; the test sees the missing call.
+        <Gpu as Backend<Device>>::fetch_add(registered, 1, Ordering::Release);
+        return;
+    };
+    if slot.place(source.token(), count_call).is_none() {
+        <Gpu as Backend<Device>>::fetch_add(refused, 1, Ordering::Relaxed);
+    }
+    <Gpu as Backend<Device>>::fetch_add(registered, 1, Ordering::Release);
+    if semaphore.acquire_stoppable(source.token()) == Err(Stopped) {
+        <Gpu as Backend<Device>>::fetch_add(stopped, 1, Ordering::Relaxed);
+    }
+    // As in `stoppable_waits_end_at_stop`: keep the callback until the request returned.
+    while <Gpu as Backend<Device>>::load(first, Ordering::Acquire) == 0 {
+        <Gpu as Backend<Device>>::yield_now();
+    }
+    drop(placed);
+    // The slot is free again; a callback placed after the stop runs at once.
+    let _again = slot.place(source.token(), count_call);
+}

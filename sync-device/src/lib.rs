@@ -102,6 +102,7 @@ on_nvptx! {
     pub use primitives::shared::{dynamic_shared, is_shared, SharedSlot};
     #[cfg(target_feature = "sm_90")]
     pub use primitives::shared_barrier::{SharedBarrier, SharedToken};
+    pub use primitives::stop_callback_slot::{PlacedStopCallback, StopCallbackSlot};
     pub use primitives::whole_block::WholeBlock;
 
     /// [`sync_shared::Barrier`] on CUDA threads (scope defaults to `Device`).

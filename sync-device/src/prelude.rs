@@ -28,7 +28,7 @@ pub use crate::{
     StopToken,
 };
 pub use crate::{Block, Cluster, Device, Scope, System, Thread};
-pub use crate::{BlockBarrier, Grid, SharedSlot, WholeBlock};
+pub use crate::{BlockBarrier, Grid, SharedSlot, StopCallbackSlot, WholeBlock};
 pub use crate::{
     BusBarrier, BusLatch, BusStopSource, DeviceWait, GpuToGpu, GpuToHost, HandoffChannel,
     HandoffSemaphore, HostToGpu,

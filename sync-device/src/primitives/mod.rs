@@ -13,4 +13,5 @@ pub(crate) mod multi_grid;
 pub(crate) mod shared;
 #[cfg(target_feature = "sm_90")]
 pub(crate) mod shared_barrier;
+pub(crate) mod stop_callback_slot;
 pub(crate) mod whole_block;

@@ -168,3 +168,29 @@ fn gpu_to_gpu(
     stop.request_stop();
     Ok(())
 }
+
+/// `StopCallbackSlot`.
+mod stop_callback_slot {
+    use scoped_sync::backend::Word;
+    use scoped_sync::prelude::*;
+    use scoped_sync::{Backend, Gpu};
+
+    #[no_mangle]
+    pub unsafe extern "gpu-kernel" fn wait_or_stop(
+        stop: *const StopSource,
+        slots: *const StopCallbackSlot,
+        stopped: *mut u32,
+    ) {
+        // SAFETY: built by the host (`new_stop_source`, zeroed slots), alive for the launch.
+        let (stop, slot) = unsafe { (&*stop, &*slots.add(block_index() as usize)) };
+        if thread_in_block() == 0 {
+            // SAFETY: one word the host zeroed, used atomically by every block.
+            let seen = unsafe { Word::from_ptr(stopped) };
+            let placed = slot.place(stop.token(), || {
+                <Gpu as Backend<Device>>::fetch_add(seen, 1, Ordering::Relaxed);
+            });
+            let _registered = placed.expect("one callback per slot");
+            // ... work until stop is requested; dropping `_registered` deregisters ...
+        }
+    }
+}
