@@ -272,6 +272,11 @@ fn launches_that_cannot_fit_are_refused_naming_the_limit() {
         refused(Dim3::x(1), Dim3::new(1024, 2, 1), plain),
         (LaunchLimit::ThreadsPerBlock, 2048, threads)
     );
+    // Too many threads, not too wide: the count is checked before each extent.
+    assert_eq!(
+        refused(Dim3::x(1), Dim3::x(2048), plain),
+        (LaunchLimit::ThreadsPerBlock, 2048, threads)
+    );
     assert_eq!(
         refused(Dim3::x(1), Dim3::new(1, 1, 128), plain).0,
         LaunchLimit::BlockDimension

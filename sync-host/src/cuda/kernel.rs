@@ -110,6 +110,45 @@ struct Limits {
     max_shared_bytes: u32,
 }
 
+/// Checks a launch shape against `limits`, in the order a user reads them: no empty
+/// dimension, then the block's thread count (a `2048×1×1` block is "too many threads
+/// per block", not "too wide"), each block extent, each grid extent, and shared
+/// memory. `Err` names the limit, what was asked and what is allowed.
+fn check_shape(
+    limits: &Limits,
+    grid: Dim3,
+    block: Dim3,
+    dynamic_shared_bytes: u32,
+) -> Result<(), (LaunchLimit, u64, u64)> {
+    for dims in [grid, block] {
+        if dims.x == 0 || dims.y == 0 || dims.z == 0 {
+            return Err((LaunchLimit::EmptyDimension, 0, 1));
+        }
+    }
+    let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
+    if threads > u64::from(limits.threads_per_block) {
+        let allowed = limits.threads_per_block.into();
+        return Err((LaunchLimit::ThreadsPerBlock, threads, allowed));
+    }
+    let exceeds = |dims: Dim3, max: Dim3| {
+        [(dims.x, max.x), (dims.y, max.y), (dims.z, max.z)]
+            .into_iter()
+            .find(|(extent, limit)| extent > limit)
+    };
+    if let Some((extent, limit)) = exceeds(block, limits.max_block) {
+        return Err((LaunchLimit::BlockDimension, extent.into(), limit.into()));
+    }
+    if let Some((extent, limit)) = exceeds(grid, limits.max_grid) {
+        return Err((LaunchLimit::GridDimension, extent.into(), limit.into()));
+    }
+    let shared = u64::from(limits.static_shared_bytes) + u64::from(dynamic_shared_bytes);
+    if shared > u64::from(limits.max_shared_bytes) {
+        let allowed = limits.max_shared_bytes.into();
+        return Err((LaunchLimit::SharedMemory, shared, allowed));
+    }
+    Ok(())
+}
+
 /// One kernel of a [`Module`](super::Module), ready to launch.
 ///
 /// Launch shapes are checked against the kernel's and the device's limits before the
@@ -255,53 +294,14 @@ impl Kernel {
         block: Dim3,
         dynamic_shared_bytes: u32,
     ) -> Result<(), CudaError> {
-        let refuse = |limit, requested: u64, allowed: u64| CudaError::LaunchDoesNotFit {
-            kernel: self.name.clone(),
-            limit,
-            requested,
-            allowed,
-        };
-        for dims in [grid, block] {
-            if dims.x == 0 || dims.y == 0 || dims.z == 0 {
-                return Err(refuse(LaunchLimit::EmptyDimension, 0, 1));
-            }
-        }
-        let limits = &self.limits;
-        let exceeds = |dims: Dim3, max: Dim3| {
-            [(dims.x, max.x), (dims.y, max.y), (dims.z, max.z)]
-                .into_iter()
-                .find(|(extent, limit)| extent > limit)
-        };
-        if let Some((extent, limit)) = exceeds(block, limits.max_block) {
-            return Err(refuse(
-                LaunchLimit::BlockDimension,
-                extent.into(),
-                limit.into(),
-            ));
-        }
-        let threads = u64::from(block.x) * u64::from(block.y) * u64::from(block.z);
-        if threads > u64::from(limits.threads_per_block) {
-            return Err(refuse(
-                LaunchLimit::ThreadsPerBlock,
-                threads,
-                limits.threads_per_block.into(),
-            ));
-        }
-        if let Some((extent, limit)) = exceeds(grid, limits.max_grid) {
-            return Err(refuse(
-                LaunchLimit::GridDimension,
-                extent.into(),
-                limit.into(),
-            ));
-        }
-        let shared = u64::from(limits.static_shared_bytes) + u64::from(dynamic_shared_bytes);
-        if shared > u64::from(limits.max_shared_bytes) {
-            return Err(refuse(
-                LaunchLimit::SharedMemory,
-                shared,
-                limits.max_shared_bytes.into(),
-            ));
-        }
+        check_shape(&self.limits, grid, block, dynamic_shared_bytes).map_err(
+            |(limit, requested, allowed)| CudaError::LaunchDoesNotFit {
+                kernel: self.name.clone(),
+                limit,
+                requested,
+                allowed,
+            },
+        )?;
         // Relaxed: a stale value only repeats the driver call, which is idempotent.
         if dynamic_shared_bytes > self.dynamic_shared_allowed.load(Ordering::Relaxed) {
             self.allow_dynamic_shared(dynamic_shared_bytes)?;
@@ -466,7 +466,7 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
-    use super::Dim3;
+    use super::{check_shape, Dim3, LaunchLimit, Limits};
 
     #[test]
     fn dimensions_from_numbers_and_tuples() {
@@ -475,5 +475,53 @@ mod tests {
         assert_eq!(Dim3::from((2, 3, 4)).count(), Some(24));
         assert_eq!(Dim3::new(u32::MAX, 2, 1).count(), None);
         assert_eq!(Dim3::new(2, 3, 4).to_string(), "2×3×4");
+    }
+
+    /// An H100's limits, as the driver reports them.
+    const H100: Limits = Limits {
+        threads_per_block: 1024,
+        static_shared_bytes: 0,
+        max_block: Dim3 {
+            x: 1024,
+            y: 1024,
+            z: 64,
+        },
+        max_grid: Dim3 {
+            x: i32::MAX as u32,
+            y: 65535,
+            z: 65535,
+        },
+        max_shared_bytes: 232_448,
+    };
+
+    #[test]
+    fn launch_shapes_are_refused_in_the_order_a_user_reads_them() {
+        let check = |grid: Dim3, block: Dim3, shared| check_shape(&H100, grid, block, shared);
+        assert_eq!(check(Dim3::x(132), Dim3::x(1024), 0), Ok(()));
+        // Too many threads is said before a too-wide extent that follows from it.
+        assert_eq!(
+            check(Dim3::x(1), Dim3::x(2048), 0),
+            Err((LaunchLimit::ThreadsPerBlock, 2048, 1024))
+        );
+        assert_eq!(
+            check(Dim3::x(1), Dim3::new(1024, 2, 1), 0),
+            Err((LaunchLimit::ThreadsPerBlock, 2048, 1024))
+        );
+        assert_eq!(
+            check(Dim3::x(1), Dim3::new(1, 1, 128), 0),
+            Err((LaunchLimit::BlockDimension, 128, 64))
+        );
+        assert_eq!(
+            check(Dim3::new(1, 70_000, 1), Dim3::x(32), 0),
+            Err((LaunchLimit::GridDimension, 70_000, 65535))
+        );
+        assert_eq!(
+            check(Dim3::x(0), Dim3::x(32), 0),
+            Err((LaunchLimit::EmptyDimension, 0, 1))
+        );
+        assert_eq!(
+            check(Dim3::x(1), Dim3::x(32), 232_449),
+            Err((LaunchLimit::SharedMemory, 232_449, 232_448))
+        );
     }
 }
