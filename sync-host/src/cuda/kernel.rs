@@ -477,8 +477,8 @@ mod tests {
         assert_eq!(Dim3::new(2, 3, 4).to_string(), "2×3×4");
     }
 
-    /// An H100's limits, as the driver reports them.
-    const H100: Limits = Limits {
+    /// The limits a Hopper GPU reports (sm_90).
+    const HOPPER: Limits = Limits {
         threads_per_block: 1024,
         static_shared_bytes: 0,
         max_block: Dim3 {
@@ -496,7 +496,7 @@ mod tests {
 
     #[test]
     fn launch_shapes_are_refused_in_the_order_a_user_reads_them() {
-        let check = |grid: Dim3, block: Dim3, shared| check_shape(&H100, grid, block, shared);
+        let check = |grid: Dim3, block: Dim3, shared| check_shape(&HOPPER, grid, block, shared);
         assert_eq!(check(Dim3::x(132), Dim3::x(1024), 0), Ok(()));
         // Too many threads is said before a too-wide extent that follows from it.
         assert_eq!(
