@@ -98,11 +98,10 @@ pub mod grid {
     pub const GRID_LINE_WORDS: usize = 32;
     /// Blocks whose arrivals one group counter takes in the two-level form.
     pub const GRID_GROUP_BLOCKS: u32 = 64;
-    /// Grids of at least this many blocks arrive in two levels. Measured on an H100:
-    /// at 1056 blocks one level (2277 ns) beat two (2769–2820 ns), at 1584 two levels
-    /// (2785 ns, an out-of-line build) beat one (3195 ns); nothing between was
-    /// measured, so the switch sits near the upper end, where one level is known to
-    /// be at most a few hundred ns slower.
+    /// Grids of at least this many blocks arrive in two levels: near the largest grid
+    /// at which one level was measured to win, as one level is known to lose only a
+    /// little below the crossover (docs/measurements.md, "Design figures behind the
+    /// rustdoc").
     pub const GRID_TWO_LEVEL_FROM: u32 = 1536;
 
     /// Groups of a grid of `blocks` blocks (0: one level).

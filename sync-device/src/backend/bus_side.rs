@@ -123,10 +123,9 @@ impl<'a> DeviceWait<'a> {
 
     /// Polls without sleeping: for a thread that has nothing else to do while it
     /// waits, where each microsecond of latency counts (a ping-pong between two GPUs,
-    /// where a release takes about 2.1 µs to arrive and a backoff sleep adds to it:
-    /// 4.50 µs per round trip sleeping, 4.34 spinning, 4.29 raw CUDA C++ on two
-    /// H100s). It keeps its SM's issue slots busy: the other warps of the SM run
-    /// slower meanwhile.
+    /// where a backoff sleep adds to the release's travel time; docs/measurements.md,
+    /// "Design figures behind the rustdoc"). It keeps its SM's issue slots busy: the
+    /// other warps of the SM run slower meanwhile.
     pub fn spin(mut self) -> Self {
         self.spin = true;
         self

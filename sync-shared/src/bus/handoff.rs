@@ -241,8 +241,8 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
 /// side and [`acquire`](Self::acquire) takes the units the other side released.
 ///
 /// A round trip (the host hands out work, the GPU answers) then moves one cache line
-/// across the bus, as raw spinning on one mapped word does; with the counts on two
-/// lines (two separate semaphores) it measured 1.5 times slower on an H200.
+/// across the bus, as raw spinning on one mapped word does; two semaphores, a line
+/// each, are slower (docs/measurements.md, "Design figures behind the rustdoc").
 ///
 /// # Memory ordering
 ///
