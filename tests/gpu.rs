@@ -215,60 +215,22 @@ fn thread_ids_are_distinct_within_a_grid_and_between_launches() {
     }
 }
 
-/// `StopCallbackSlot`: the same stop from another block, with the callbacks kept in
-/// slots the host allocated; a held slot refuses a second callback, a freed one takes a
-/// new one, which (placed after the stop) runs at once.
-#[test]
-fn stop_callbacks_kept_in_slots_run_once_and_free_their_slots() {
-    let Some(gpu) = runtime() else { return };
-    let kernel = gpu.kernel("stop_callbacks_in_slots").unwrap();
+/// Runs `kernel` (semaphore with no unit, new stop source, 128 zeroed bytes per block
+/// for its callback, five u32 results) 20 times on up to 32 blocks of 32 threads, and
+/// hands each run's results and the number of waiting blocks (all but block 0, which
+/// requests stop) to `check`.
+fn stop_from_another_block(gpu: &Gpu, kernel: &str, check: impl Fn([u32; 5], u32)) {
+    let kernel = gpu.kernel(kernel).unwrap();
     let (grid, block) = (gpu.sm_count().unwrap().min(32), 32_u32);
-    let waiters = grid - 1;
-    for _ in 0..20 {
-        let semaphore = gpu
-            .upload_object(&scoped_sync::CountingSemaphore::<1>::new(0))
-            .unwrap();
-        let source = gpu.new_stop_source().unwrap();
-        // Zeroed slots are empty ones (128 bytes each, asserted in the kernel).
-        let slots = gpu.zeros::<u64>(grid as usize * 16).unwrap();
-        let results = gpu.zeros::<u32>(5).unwrap();
-        // SAFETY: (semaphore, stop source, a slot per block, five u32 results) is the
-        // kernel's signature.
-        unsafe {
-            kernel.launch(grid, block, |args| {
-                args.arg(&semaphore).arg(&source).arg(&slots).arg(&results);
-            })
-        }
-        .unwrap();
-        let [called, stopped, registered, first, refused]: [u32; 5] =
-            gpu.download(&results).unwrap().try_into().unwrap();
-        assert_eq!(registered, waiters);
-        assert_eq!(refused, waiters, "a held slot refuses a second callback");
-        assert_eq!(first, 1, "the one request is the first");
-        assert_eq!(stopped, waiters, "every stoppable wait ended with Stopped");
-        assert_eq!(
-            called,
-            2 * waiters,
-            "every callback ran once, the ones placed after the stop at once"
-        );
-    }
-}
-
-#[test]
-fn stoppable_waits_and_callbacks_on_the_gpu_end_at_a_stop_from_another_block() {
-    let Some(gpu) = runtime() else { return };
-    let kernel = gpu.kernel("stoppable_waits_end_at_stop").unwrap();
-    let (grid, block) = (gpu.sm_count().unwrap().min(32), 32_u32);
-    let waiters = grid - 1;
     for _ in 0..20 {
         let semaphore = gpu
             .upload_object(&scoped_sync::CountingSemaphore::<1>::new(0))
             .unwrap();
         let source = gpu.new_stop_source().unwrap();
         let callbacks = gpu.zeros::<u64>(grid as usize * 16).unwrap();
-        let results = gpu.zeros::<u32>(4).unwrap();
-        // SAFETY: (semaphore, stop source, callback slots of 128 bytes per block, four
-        // u32 results) is the kernel's signature.
+        let results = gpu.zeros::<u32>(5).unwrap();
+        // SAFETY: (semaphore, stop source, 128 bytes per block, u32 results: four or
+        // five) is the signature of both kernels.
         unsafe {
             kernel.launch(grid, block, |args| {
                 args.arg(&semaphore)
@@ -278,11 +240,42 @@ fn stoppable_waits_and_callbacks_on_the_gpu_end_at_a_stop_from_another_block() {
             })
         }
         .unwrap();
-        let [called, stopped, registered, first]: [u32; 4] =
-            gpu.download(&results).unwrap().try_into().unwrap();
+        check(
+            gpu.download(&results).unwrap().try_into().unwrap(),
+            grid - 1,
+        );
+    }
+}
+
+#[test]
+fn stoppable_waits_and_callbacks_on_the_gpu_end_at_a_stop_from_another_block() {
+    let Some(gpu) = runtime() else { return };
+    stop_from_another_block(&gpu, "stoppable_waits_end_at_stop", |results, waiters| {
+        let [called, stopped, registered, first, _] = results;
         assert_eq!(registered, waiters);
         assert_eq!(first, 1, "the one request is the first");
         assert_eq!(called, waiters, "every callback ran once");
         assert_eq!(stopped, waiters, "every stoppable wait ended with Stopped");
-    }
+    });
+}
+
+/// `StopCallbackSlot`: the same stop from another block, with the callbacks kept in
+/// slots the host allocated (zeroed: empty, 128 bytes each, asserted in the kernel); a
+/// held slot refuses a second callback, a freed one takes a new one, which (placed
+/// after the stop) runs at once.
+#[test]
+fn stop_callbacks_kept_in_slots_run_once_and_free_their_slots() {
+    let Some(gpu) = runtime() else { return };
+    stop_from_another_block(&gpu, "stop_callbacks_in_slots", |results, waiters| {
+        let [called, stopped, registered, first, refused] = results;
+        assert_eq!(registered, waiters);
+        assert_eq!(refused, waiters, "a held slot refuses a second callback");
+        assert_eq!(first, 1, "the one request is the first");
+        assert_eq!(stopped, waiters, "every stoppable wait ended with Stopped");
+        assert_eq!(
+            called,
+            2 * waiters,
+            "every callback ran once, the ones placed after the stop at once"
+        );
+    });
 }

@@ -117,6 +117,32 @@ fn fits_callback_slot<T>(_: &T) {
     };
 }
 
+/// Block 0's part of the stop tests: once all `waiters` blocks have registered their
+/// callbacks (`registered`), requests stop, adding 1 to `first` if it was the first.
+fn request_stop_once_registered(
+    source: &StopSource<Device, Gpu>,
+    registered: &Word,
+    first: &Word,
+    waiters: u32,
+) {
+    while <Gpu as Backend<Device>>::load(registered, Ordering::Acquire) < waiters {
+        <Gpu as Backend<Device>>::yield_now();
+    }
+    if source.request_stop() {
+        <Gpu as Backend<Device>>::fetch_add(first, 1, Ordering::Relaxed);
+    }
+}
+
+/// Waits until block 0's `request_stop` has returned (`first` set). A stoppable wait
+/// ends as soon as the stop flag is published, before every callback has run; a
+/// callback dropped then would be deregistered unrun (as it should), so the tests keep
+/// theirs until the request is over.
+fn until_stop_returned(first: &Word) {
+    while <Gpu as Backend<Device>>::load(first, Ordering::Acquire) == 0 {
+        <Gpu as Backend<Device>>::yield_now();
+    }
+}
+
 /// Stoppable waits on the GPU, ended by a stop request from another block:
 /// - thread 0 of every block but block 0 registers a stop callback that adds 1 to
 ///   `results[0]`, then waits to acquire from `semaphore` (which nobody releases) with
@@ -150,12 +176,7 @@ pub unsafe extern "gpu-kernel" fn stoppable_waits_end_at_stop(
     let waiters = sync_device::block_count() - 1;
     let block = sync_device::block_index();
     if block == 0 {
-        while <Gpu as Backend<Device>>::load(registered, Ordering::Acquire) < waiters {
-            <Gpu as Backend<Device>>::yield_now();
-        }
-        if source.request_stop() {
-            <Gpu as Backend<Device>>::fetch_add(first, 1, Ordering::Relaxed);
-        }
+        request_stop_once_registered(source, registered, first, waiters);
         return;
     }
     let callback = StopCallback::new(source.token(), move || {
@@ -174,12 +195,7 @@ pub unsafe extern "gpu-kernel" fn stoppable_waits_end_at_stop(
     if semaphore.acquire_stoppable(source.token()) == Err(Stopped) {
         <Gpu as Backend<Device>>::fetch_add(stopped, 1, Ordering::Relaxed);
     }
-    // The wait ends as soon as the stop flag is published, before block 0 has run
-    // every callback; dropping the callback now would deregister it unrun (as it
-    // should), so wait until `request_stop` has returned.
-    while <Gpu as Backend<Device>>::load(first, Ordering::Acquire) == 0 {
-        <Gpu as Backend<Device>>::yield_now();
-    }
+    until_stop_returned(first);
     // SAFETY: the callback was written above and is dropped once, here.
     unsafe { core::ptr::drop_in_place(core::ptr::from_ref(callback.get_ref()).cast_mut()) };
 }
@@ -211,12 +227,7 @@ pub unsafe extern "gpu-kernel" fn stop_callbacks_in_slots(
         [0, 1, 2, 3, 4].map(|i| unsafe { Word::from_ptr(results.add(i)) });
     let waiters = sync_device::block_count() - 1;
     if block == 0 {
-        while <Gpu as Backend<Device>>::load(registered, Ordering::Acquire) < waiters {
-            <Gpu as Backend<Device>>::yield_now();
-        }
-        if source.request_stop() {
-            <Gpu as Backend<Device>>::fetch_add(first, 1, Ordering::Relaxed);
-        }
+        request_stop_once_registered(source, registered, first, waiters);
         return;
     }
     let count_call = move || {
@@ -235,10 +246,7 @@ pub unsafe extern "gpu-kernel" fn stop_callbacks_in_slots(
     if semaphore.acquire_stoppable(source.token()) == Err(Stopped) {
         <Gpu as Backend<Device>>::fetch_add(stopped, 1, Ordering::Relaxed);
     }
-    // As in `stoppable_waits_end_at_stop`: keep the callback until the request returned.
-    while <Gpu as Backend<Device>>::load(first, Ordering::Acquire) == 0 {
-        <Gpu as Backend<Device>>::yield_now();
-    }
+    until_stop_returned(first);
     drop(placed);
     // The slot is free again; a callback placed after the stop runs at once.
     let _again = slot.place(source.token(), count_call);
