@@ -54,8 +54,17 @@ const TAKEN: u32 = 1;
 pub struct StopCallbackSlot<const BYTES: usize = 112> {
     /// [`FREE`] or [`TAKEN`].
     state: Word,
-    callback: UnsafeCell<MaybeUninit<[u8; BYTES]>>,
+    callback: UnsafeCell<CallbackBytes<BYTES>>,
 }
+
+/// The room for the callback, 16-aligned by itself: as a plain byte array it would
+/// follow `state` at offset 4, misaligned for a callback holding pointers.
+#[repr(C, align(16))]
+struct CallbackBytes<const BYTES: usize>(MaybeUninit<[u8; BYTES]>);
+
+// The callback's room starts 16-aligned, right after the state word's padding.
+const _: () = assert!(core::mem::offset_of!(StopCallbackSlot, callback) == 16);
+const _: () = assert!(size_of::<StopCallbackSlot>() == 128);
 
 // SAFETY: the callback bytes are written and dropped only by the thread that claimed
 // the slot through `state`; a placed callback is reached by other threads only through
@@ -67,7 +76,7 @@ impl<const BYTES: usize> StopCallbackSlot<BYTES> {
     pub const fn new() -> Self {
         Self {
             state: Word::new(FREE),
-            callback: UnsafeCell::new(MaybeUninit::uninit()),
+            callback: UnsafeCell::new(CallbackBytes(MaybeUninit::uninit())),
         }
     }
 
@@ -106,7 +115,7 @@ impl<const BYTES: usize> StopCallbackSlot<BYTES> {
         .ok()?;
         let at = self.callback.get().cast::<StopCallback<'a, F, S>>();
         // SAFETY: the slot is this thread's (claimed above) and holds room for the
-        // callback, aligned (checked at compile time; the slot is 16-aligned); the
+        // callback, aligned (checked at compile time; the room is 16-aligned); the
         // callback stays in place until the guard drops it.
         let callback = unsafe {
             at.write(StopCallback::new(token, callback));
