@@ -13,7 +13,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use harness::bus_demo::{self, Paths, RoundTrips};
 use harness::primitive_costs::WORKLOADS;
 use harness::Gpu;
-use scoped_sync::cuda::{CorePin, CudaError, PushKernelArg};
+use scoped_sync::cuda::{CorePin, CudaError, KernelArgs, LaunchConfig};
 
 /// Longest chain one launch runs; criterion's iteration counts are split into launches.
 const MAX_CHAIN: u64 = 1 << 20;
@@ -41,18 +41,14 @@ fn chained(gpu: &Gpu, kernel: &str, iterations: u64) -> Duration {
     let mut left = iterations;
     while left > 0 {
         let n = u32::try_from(left.min(MAX_CHAIN)).expect("fits");
+        let args = if chain {
+            KernelArgs::new().arg(&words).arg(n).arg(&cycles)
+        } else {
+            KernelArgs::new().arg(n).arg(&cycles).arg(&words)
+        };
         // SAFETY: chains take (u32 pointer, u32, u64 pointer), fences (u32, u64
-        // pointer, u32 pointer), as pushed.
-        unsafe {
-            kernel.launch(1, 1, |args| {
-                if chain {
-                    args.arg(&words).arg(&n).arg(&cycles);
-                } else {
-                    args.arg(&n).arg(&cycles).arg(&words);
-                }
-            })
-        }
-        .expect("launch");
+        // pointer, u32 pointer), as passed.
+        unsafe { kernel.launch(LaunchConfig::new(1, 1), args) }.expect("launch");
         total += gpu.download(&cycles).expect("cycles")[0] as f64 / clock_hz;
         left -= u64::from(n);
     }
@@ -99,9 +95,10 @@ fn contended(c: &mut Criterion) {
             b.iter(|| {
                 // SAFETY: (u32 pointer, u32) is the kernel's signature.
                 unsafe {
-                    kernel.launch(grid, block, |args| {
-                        args.arg(&counter).arg(&per_thread);
-                    })
+                    kernel.launch(
+                        LaunchConfig::new(grid, block),
+                        KernelArgs::new().arg(&counter).arg(per_thread),
+                    )
                 }
                 .expect("launch");
                 gpu.synchronize().expect("synchronize");

@@ -4,7 +4,7 @@
 //! stop on a `BusStopSource`. The kernel is `bus_persistent_worker` in `kernels/src/bus.rs`; the
 //! host side is `harness::bus_demo::persistent_worker`, which launches the
 //! kernel from a helper thread and feeds it from this one
-//! (`sync_host::cuda::beside::launch_beside`), so the example also runs where launches
+//! (`sync_host::cuda::Kernel::launch_beside`), so the example also runs where launches
 //! block until their kernel ends (`CUDA_LAUNCH_BLOCKING=1`).
 //!
 //! ```sh

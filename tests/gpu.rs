@@ -7,9 +7,7 @@
 mod common;
 
 use harness::Gpu;
-use scoped_sync::cuda::{
-    CudaError, Dim3, KernelParams, LaunchOptions, MemSyncDomain, PushKernelArg,
-};
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MemSyncDomain};
 use scoped_sync::{Barrier, Latch};
 
 fn runtime() -> Option<Gpu> {
@@ -24,9 +22,10 @@ fn device_scope_fetch_add_counts_every_increment() {
     let kernel = gpu.kernel("fetch_add_device").unwrap();
     // SAFETY: (u32 pointer, u32) is the kernel's signature.
     unsafe {
-        kernel.launch(grid, block, |args| {
-            args.arg(&counter).arg(&iterations);
-        })
+        kernel.launch(
+            LaunchConfig::new(grid, block),
+            KernelArgs::new().arg(&counter).arg(iterations),
+        )
     }
     .unwrap();
     assert_eq!(gpu.download(&counter).unwrap(), [grid * block * iterations]);
@@ -48,9 +47,14 @@ fn grid_barrier_releases_no_thread_early() {
     let errors = gpu.zeros::<u32>(1).unwrap();
     // SAFETY: (barrier pointer, u32 pointer, u32, u32 pointer) is the kernel's signature.
     unsafe {
-        kernel.launch_cooperative(grid, block, |args| {
-            args.arg(&barrier).arg(&slots).arg(&phases).arg(&errors);
-        })
+        kernel.launch(
+            LaunchConfig::new(grid, block).cooperative(),
+            KernelArgs::new()
+                .arg(&barrier)
+                .arg(&slots)
+                .arg(phases)
+                .arg(&errors),
+        )
     }
     .unwrap();
     assert_eq!(
@@ -80,9 +84,10 @@ fn latch_publishes_every_write_before_count_down() {
     let errors = gpu.zeros::<u32>(1).unwrap();
     // SAFETY: (latch pointer, u32 pointer, u32 pointer) is the kernel's signature.
     unsafe {
-        kernel.launch_cooperative(grid, block, |args| {
-            args.arg(&latch).arg(&flags).arg(&errors);
-        })
+        kernel.launch(
+            LaunchConfig::new(grid, block).cooperative(),
+            KernelArgs::new().arg(&latch).arg(&flags).arg(&errors),
+        )
     }
     .unwrap();
     assert_eq!(gpu.download(&errors).unwrap(), [0]);
@@ -98,9 +103,14 @@ fn cooperative_launch_refuses_a_grid_that_cannot_be_coresident() {
     let errors = gpu.zeros::<u32>(1).unwrap();
     // SAFETY: as in grid_barrier_releases_no_thread_early; the launch must not happen.
     let refused = unsafe {
-        kernel.launch_cooperative(max + 1, 64, |args| {
-            args.arg(&barrier).arg(&slots).arg(&1_u32).arg(&errors);
-        })
+        kernel.launch(
+            LaunchConfig::new(max + 1, 64).cooperative(),
+            KernelArgs::new()
+                .arg(&barrier)
+                .arg(&slots)
+                .arg(1_u32)
+                .arg(&errors),
+        )
     };
     match refused {
         Err(CudaError::GridTooLarge {
@@ -119,22 +129,9 @@ fn cluster_launch_groups_blocks_in_pairs() {
     let kernel = gpu.kernel("cluster_rank_report").unwrap();
     let blocks = 8_u32;
     let out = gpu.zeros::<u32>(2 * blocks as usize).unwrap();
-    let options = LaunchOptions {
-        cluster: Some(Dim3::x(2)),
-        ..LaunchOptions::default()
-    };
-    let stream = gpu.default_stream();
+    let config = LaunchConfig::new(blocks, 32).cluster(2);
     // SAFETY: (u32 pointer) is the kernel's signature; `out` outlives the launch.
-    unsafe {
-        kernel.launch_ex(
-            &stream,
-            blocks,
-            32,
-            options,
-            KernelParams::default().pointer(gpu.address(&out)),
-        )
-    }
-    .unwrap();
+    unsafe { kernel.launch(config, KernelArgs::new().arg(&out)) }.unwrap();
     let reported = gpu.download(&out).unwrap();
     for (block, pair) in reported.chunks(2).enumerate() {
         assert_eq!(
@@ -152,16 +149,12 @@ fn remote_domain_kernel_writes_mapped_host_memory() {
     let kernel = gpu.kernel("stream_writes").unwrap();
     let buffer = gpu.mapped(4096).unwrap();
     let stream = gpu.new_stream().unwrap();
-    let options = LaunchOptions {
-        domain: MemSyncDomain::Remote,
-        ..LaunchOptions::default()
-    };
-    let params = KernelParams::default()
-        .pointer(buffer.device_address())
-        .u32(4096)
-        .u32(3);
+    let config = LaunchConfig::new(4, 256)
+        .on(&stream)
+        .domain(MemSyncDomain::Remote);
+    let args = KernelArgs::new().arg(&buffer).arg(4096_u32).arg(3_u32);
     // SAFETY: (u32 pointer, u32, u32) is the kernel's signature; the buffer outlives it.
-    unsafe { kernel.launch_ex(&stream, 4, 256, options, params) }.unwrap();
+    unsafe { kernel.launch(config, args) }.unwrap();
     stream.synchronize().unwrap();
     assert!(
         (0..buffer.len()).all(|word| buffer.read(word) == 3),
@@ -179,12 +172,9 @@ fn stream_domain_map_is_set_and_read_back() {
     // A default-domain launch on the remapped stream still runs.
     let kernel = gpu.kernel("stream_writes").unwrap();
     let out = gpu.zeros::<u32>(64).unwrap();
-    let params = KernelParams::default()
-        .pointer(gpu.address(&out))
-        .u32(64)
-        .u32(2);
+    let args = KernelArgs::new().arg(&out).arg(64_u32).arg(2_u32);
     // SAFETY: (u32 pointer, u32, u32) is the kernel's signature; `out` outlives it.
-    unsafe { kernel.launch_ex(&stream, 1, 64, LaunchOptions::default(), params) }.unwrap();
+    unsafe { kernel.launch(LaunchConfig::new(1, 64).on(&stream), args) }.unwrap();
     stream.synchronize().unwrap();
     assert!(gpu.download(&out).unwrap().iter().all(|&word| word == 2));
 }
@@ -199,12 +189,8 @@ fn thread_ids_are_distinct_within_a_grid_and_between_launches() {
     for launch in 0..2 {
         let ids = gpu.zeros::<u64>(threads).unwrap();
         // SAFETY: (u64 pointer) is the kernel's signature, one slot per thread.
-        unsafe {
-            kernel.launch(grid, block, |args| {
-                args.arg(&ids);
-            })
-        }
-        .unwrap();
+        unsafe { kernel.launch(LaunchConfig::new(grid, block), KernelArgs::new().arg(&ids)) }
+            .unwrap();
         for id in gpu.download(&ids).unwrap() {
             assert_ne!(id, 0, "0 never names a thread");
             assert!(
@@ -232,12 +218,14 @@ fn stop_from_another_block(gpu: &Gpu, kernel: &str, check: impl Fn([u32; 5], u32
         // SAFETY: (semaphore, stop source, 128 bytes per block, u32 results: four or
         // five) is the signature of both kernels.
         unsafe {
-            kernel.launch(grid, block, |args| {
-                args.arg(&semaphore)
+            kernel.launch(
+                LaunchConfig::new(grid, block),
+                KernelArgs::new()
+                    .arg(&semaphore)
                     .arg(&source)
                     .arg(&callbacks)
-                    .arg(&results);
-            })
+                    .arg(&results),
+            )
         }
         .unwrap();
         check(

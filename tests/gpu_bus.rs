@@ -4,11 +4,12 @@
 //! has its own binary (`tests/gpu_fault.rs`).
 //!
 //! A kernel that host threads feed is launched from a helper thread while the test's
-//! thread plays the host's side ([`launch_beside`]), so that the tests also pass where
-//! launches block until their kernel ends (`CUDA_DEVICE_MAX_CONNECTIONS=1
-//! CUDA_LAUNCH_BLOCKING=1`, the bundle's second run). Each test has one kernel running
-//! at a time, so none waits for a kernel queued after it (which one hardware queue
-//! would never start).
+//! thread plays the host's side
+//! ([`launch_beside`](scoped_sync::cuda::Kernel::launch_beside)), so that the tests
+//! also pass where launches block until their kernel ends
+//! (`CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1`, the bundle's second run).
+//! Each test has one kernel running at a time, so none waits for a kernel queued after
+//! it (which one hardware queue would never start).
 
 mod common;
 
@@ -19,9 +20,9 @@ use common::hang_guard;
 use harness::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use harness::Gpu;
 use scoped_sync::bus::GpuSideLines;
-use scoped_sync::cuda::beside::{launch_beside, Beside};
+use scoped_sync::cuda::beside::Beside;
 use scoped_sync::cuda::{
-    HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError, Stream,
+    HostWait, HostWaitError, KernelArgs, LaunchConfig, MappedBuffer, PlacementError, Stream,
 };
 use scoped_sync::{
     Barrier, BusBarrier, BusLatch, BusStopSource, BusWait, CountingSemaphore, GpuToHost,
@@ -45,19 +46,20 @@ fn wait<'a>(running: &Beside<'a>) -> HostWait<'a> {
     running.wait().timeout(PATIENCE)
 }
 
-/// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads), for
-/// a kernel that no host thread feeds.
-fn launch(gpu: &Gpu, stream: &Stream, kernel: &str, grid: u32, block: u32, params: KernelParams) {
+/// Launches `kernel` on `stream` with `args` (`grid` blocks of `block` threads), for a
+/// kernel that no host thread feeds.
+fn launch(gpu: &Gpu, stream: &Stream, kernel: &str, grid: u32, block: u32, args: KernelArgs<'_>) {
     let kernel = gpu.kernel(kernel).unwrap();
+    let config = LaunchConfig::new(grid, block).on(stream);
     // SAFETY: each caller passes the kernel's parameters in order, pointing at objects
     // that outlive the kernel (the caller synchronizes the stream before they drop).
-    unsafe { kernel.launch_ex(stream, grid, block, LaunchOptions::default(), params) }.unwrap();
+    unsafe { kernel.launch(config, args) }.unwrap();
 }
 
-/// Launches `kernel` on `stream` with `params` (`grid` blocks of `block` threads) from a
-/// helper thread, runs `host` on this thread beside it ([`launch_beside`]; `host` waits
-/// through the [`Beside`] it gets), synchronizes the stream, and returns what `host`
-/// returned.
+/// Launches `kernel` on `stream` with `args` (`grid` blocks of `block` threads) from a
+/// helper thread, runs `host` on this thread beside it
+/// ([`launch_beside`](scoped_sync::cuda::Kernel::launch_beside); `host` waits through
+/// the [`Beside`] it gets), synchronizes the stream, and returns what `host` returned.
 ///
 /// A failed assertion in `host` is reported once the launch call has returned: where
 /// launches block, when the kernel ends (the kernels these tests feed give up waiting
@@ -66,18 +68,13 @@ fn beside<R>(
     gpu: &Gpu,
     stream: &Stream,
     (kernel, grid, block): (&str, u32, u32),
-    params: KernelParams,
+    args: KernelArgs<'_>,
     host: impl FnOnce(&Beside<'_>) -> R,
 ) -> R {
-    let run = launch_beside(
-        stream,
-        move || {
-            let kernel = gpu.kernel(kernel)?;
-            // SAFETY: as in `launch`.
-            unsafe { kernel.launch_ex(stream, grid, block, LaunchOptions::default(), params) }
-        },
-        host,
-    );
+    let kernel = gpu.kernel(kernel).unwrap();
+    let config = LaunchConfig::new(grid, block).on(stream);
+    // SAFETY: as in `launch`.
+    let run = unsafe { kernel.launch_beside(config, args, host) };
     stream.synchronize().unwrap();
     run.launch.unwrap();
     run.host
@@ -92,11 +89,8 @@ fn handoff_channel_ping_pong_hands_every_unit_in_order() {
     let rounds = 2_000_u32;
     for kernel in ["bus_pingpong", "bus_pingpong_shared"] {
         let first = channel.received();
-        let params = KernelParams::default()
-            .pointer(channel.device_address())
-            .u32(rounds)
-            .pointer(gpu.address(&failures));
-        beside(&gpu, &stream, (kernel, 1, 1), params, |running| {
+        let args = KernelArgs::new().arg(&channel).arg(rounds).arg(&failures);
+        beside(&gpu, &stream, (kernel, 1, 1), args, |running| {
             for round in 0..u64::from(rounds) {
                 channel.release(1);
                 let unit = channel.acquire(wait(running)).unwrap();
@@ -131,15 +125,15 @@ fn a_million_gpu_releases_reach_host_threads_once_each_with_their_payloads() {
         .unwrap();
     let payload = gpu.mapped(total).unwrap();
     let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(results.device_address())
-        .pointer(payload.device_address())
-        .u32(per_thread);
+    let args = KernelArgs::new()
+        .arg(&results)
+        .arg(&payload)
+        .arg(per_thread);
     let seen: Vec<AtomicU8> = (0..total).map(|_| AtomicU8::new(0)).collect();
     let taken = AtomicUsize::new(0);
     let bad_payloads = AtomicUsize::new(0);
     let kernel = ("bus_release_stress", grid, block);
-    beside(&gpu, &stream, kernel, params, |running| {
+    beside(&gpu, &stream, kernel, args, |running| {
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
@@ -180,15 +174,15 @@ fn a_million_host_releases_reach_gpu_threads_once_each_with_their_payloads() {
     let seen = gpu.zeros::<u32>(total).unwrap();
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(work.device_address())
-        .pointer(payload.device_address())
-        .pointer(gpu.address(&seen))
-        .u32(per_thread)
-        .pointer(gpu.address(&failures));
+    let args = KernelArgs::new()
+        .arg(&work)
+        .arg(&payload)
+        .arg(&seen)
+        .arg(per_thread)
+        .arg(&failures);
     let host = payload.host_words();
     let kernel = ("bus_acquire_stress", grid, block);
-    beside(&gpu, &stream, kernel, params, |_| {
+    beside(&gpu, &stream, kernel, args, |_| {
         std::thread::scope(|s| {
             for _ in 0..4 {
                 s.spawn(|| {
@@ -222,10 +216,8 @@ fn host_waits_end_when_the_kernel_finishes_without_releasing_or_on_timeout_or_st
     let stream = gpu.new_stream().unwrap();
 
     // A kernel that waits for a stop request (up to 10 s) and releases nothing.
-    let params = KernelParams::default()
-        .pointer(stop.device_address())
-        .pointer(gpu.address(&seen));
-    beside(&gpu, &stream, ("bus_stop_wait", 1, 1), params, |running| {
+    let args = KernelArgs::new().arg(&stop).arg(&seen);
+    beside(&gpu, &stream, ("bus_stop_wait", 1, 1), args, |running| {
         let timed = results.acquire(running.wait().timeout(Duration::from_millis(50)));
         assert!(matches!(timed, Err(HostWaitError::TimedOut)), "{timed:?}");
 
@@ -275,10 +267,8 @@ fn latch_opens_after_host_and_gpu_count_downs(
 ) {
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(latch)
-        .pointer(gpu.address(&failures));
-    beside(gpu, &stream, (kernel, grid, block), params, |running| {
+    let args = KernelArgs::new().arg(latch).arg(&failures);
+    beside(gpu, &stream, (kernel, grid, block), args, |running| {
         std::thread::scope(|s| {
             for _ in 0..host_threads {
                 s.spawn(|| arrive_and_wait(wait(running)).unwrap());
@@ -342,15 +332,15 @@ fn barrier_shows_each_side_the_others_writes(
     let copied = gpu.zeros::<u32>((blocks * phases) as usize).unwrap();
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(barrier)
-        .u32(phases)
-        .pointer(gpu_data.device_address())
-        .pointer(host_data.device_address())
-        .pointer(gpu.address(&copied))
-        .pointer(gpu.address(&failures));
+    let args = KernelArgs::new()
+        .arg(barrier)
+        .arg(phases)
+        .arg(&gpu_data)
+        .arg(&host_data)
+        .arg(&copied)
+        .arg(&failures);
     let late = AtomicUsize::new(0);
-    beside(gpu, &stream, (kernel, blocks, 32), params, |running| {
+    beside(gpu, &stream, (kernel, blocks, 32), args, |running| {
         std::thread::scope(|s| {
             for thread in 0..host_threads {
                 let (gpu_data, host_data, late) = (&gpu_data, &host_data, &late);
@@ -432,10 +422,8 @@ fn stop_requests_cross_the_bus_both_ways() {
 
     // The host stops a waiting kernel.
     let to_gpu = gpu.place_mapped(BusStopSource::new()).unwrap();
-    let params = KernelParams::default()
-        .pointer(to_gpu.device_address())
-        .pointer(gpu.address(&counter));
-    beside(&gpu, &stream, ("bus_stop_wait", 2, 32), params, |_| {
+    let args = KernelArgs::new().arg(&to_gpu).arg(&counter);
+    beside(&gpu, &stream, ("bus_stop_wait", 2, 32), args, |_| {
         assert!(to_gpu.request_stop());
         assert!(
             !to_gpu.request_stop(),
@@ -451,14 +439,12 @@ fn stop_requests_cross_the_bus_both_ways() {
     let ran = std::sync::atomic::AtomicBool::new(false);
     let _callback =
         scoped_sync::stop_callback(host_source.token(), || ran.store(true, Ordering::Relaxed));
-    let params = KernelParams::default()
-        .pointer(from_gpu.device_address())
-        .pointer(gpu.address(&first));
+    let args = KernelArgs::new().arg(&from_gpu).arg(&first);
     let forwarded = beside(
         &gpu,
         &stream,
         ("bus_stop_request", 4, 64),
-        params,
+        args,
         |running| from_gpu.forward_to(&host_source, wait(running)),
     );
     assert!(matches!(forwarded, Ok(true)), "{forwarded:?}");
@@ -483,12 +469,12 @@ fn one_of_a_thousand_racing_threads_gets_both_endpoints_every_round() {
     let winners = gpu.zeros::<u32>(rounds as usize).unwrap();
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .u32(rounds)
-        .pointer(gpu.address(&winners))
-        .pointer(gpu.address(&failures));
-    launch(&gpu, &stream, "bus_endpoints_race", 1, 1024, params);
+    let args = KernelArgs::new()
+        .arg(&channel)
+        .arg(rounds)
+        .arg(&winners)
+        .arg(&failures);
+    launch(&gpu, &stream, "bus_endpoints_race", 1, 1024, args);
     stream.synchronize().unwrap();
     let winners = gpu.download(&winners).unwrap();
     let split: Vec<(usize, u32)> = winners
@@ -687,13 +673,13 @@ fn managed_memory_runs_the_ordinary_system_scope_semaphores() {
     let failures = gpu.zeros::<u32>(1).unwrap();
     let stream = gpu.new_stream().unwrap();
     let rounds = 500_u32;
-    let params = KernelParams::default()
-        .pointer(to_gpu.device_address())
-        .pointer(to_host.device_address())
-        .u32(rounds)
-        .pointer(gpu.address(&failures));
+    let args = KernelArgs::new()
+        .arg(&to_gpu)
+        .arg(&to_host)
+        .arg(rounds)
+        .arg(&failures);
     let kernel = ("bus_managed_pingpong", 1, 1);
-    beside(&gpu, &stream, kernel, params, |running| {
+    beside(&gpu, &stream, kernel, args, |running| {
         for _ in 0..rounds {
             to_gpu.release(1);
             wait(running)
@@ -723,12 +709,8 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     let failures = gpu.zeros::<u32>(1).unwrap();
     let counter = gpu.zeros::<u32>(1).unwrap();
     let build = |memory: &MappedBuffer<'_>, kind: u32, a: u64, b: u64| {
-        let params = KernelParams::default()
-            .u32(kind)
-            .pointer(memory.device_address())
-            .u64(a)
-            .u64(b);
-        launch(&gpu, &stream, "bus_construct", 1, 1, params);
+        let args = KernelArgs::new().arg(kind).arg(memory).arg(a).arg(b);
+        launch(&gpu, &stream, "bus_construct", 1, 1, args);
         stream.synchronize().unwrap();
     };
     let memory: Vec<MappedBuffer<'_>> = (0..5).map(|_| gpu.mapped(128).unwrap()).collect();
@@ -742,15 +724,12 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     let units: Vec<_> = std::iter::from_fn(|| semaphore.try_acquire()).collect();
     assert_eq!(units, [0, 1, 2, 3, 4]);
     let payload = gpu.mapped(8).unwrap();
-    let params = KernelParams::default()
-        .pointer(semaphore.device_address())
-        .pointer(payload.device_address())
-        .u32(3);
+    let args = KernelArgs::new().arg(&semaphore).arg(&payload).arg(3_u32);
     beside(
         &gpu,
         &stream,
         ("bus_release_stress", 1, 1),
-        params,
+        args,
         |running| {
             for expected in 5..8 {
                 assert_eq!(semaphore.acquire(wait(running)).unwrap(), expected);
@@ -767,11 +746,8 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
         .place_mapped(unsafe { built_in::<HandoffChannel>(&memory[1]) })
         .unwrap();
     assert_eq!(channel.try_acquire(), Some(0));
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .u32(3)
-        .pointer(gpu.address(&failures));
-    beside(&gpu, &stream, ("bus_pingpong", 1, 1), params, |running| {
+    let args = KernelArgs::new().arg(&channel).arg(3_u32).arg(&failures);
+    beside(&gpu, &stream, ("bus_pingpong", 1, 1), args, |running| {
         channel.release(1);
         for expected in 1..4 {
             assert_eq!(channel.acquire(wait(running)).unwrap(), expected);
@@ -784,11 +760,9 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     let latch = gpu
         .place_mapped(unsafe { built_in::<BusLatch>(&memory[2]) })
         .unwrap();
-    let params = KernelParams::default()
-        .pointer(latch.device_address())
-        .pointer(gpu.address(&failures));
+    let args = KernelArgs::new().arg(&latch).arg(&failures);
     let kernel = ("bus_latch_count_down", 2, 64);
-    beside(&gpu, &stream, kernel, params, |running| {
+    beside(&gpu, &stream, kernel, args, |running| {
         latch.arrive_and_wait(1, wait(running)).unwrap();
     });
 
@@ -802,15 +776,15 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
     let gpu_data = gpu.mapped((blocks * phases) as usize).unwrap();
     let host_data = gpu.mapped(phases as usize).unwrap();
     let copied = gpu.zeros::<u32>((blocks * phases) as usize).unwrap();
-    let params = KernelParams::default()
-        .pointer(barrier.device_address())
-        .u32(phases)
-        .pointer(gpu_data.device_address())
-        .pointer(host_data.device_address())
-        .pointer(gpu.address(&copied))
-        .pointer(gpu.address(&failures));
+    let args = KernelArgs::new()
+        .arg(&barrier)
+        .arg(phases)
+        .arg(&gpu_data)
+        .arg(&host_data)
+        .arg(&copied)
+        .arg(&failures);
     let kernel = ("bus_barrier_phases", blocks, 32);
-    beside(&gpu, &stream, kernel, params, |running| {
+    beside(&gpu, &stream, kernel, args, |running| {
         for phase in 0..phases {
             host_data.host_words()[phase as usize].store(phase + 1, Ordering::Relaxed);
             barrier.arrive_and_wait(wait(running)).unwrap();
@@ -825,10 +799,8 @@ fn bus_objects_built_by_the_gpu_serve_the_host_and_then_kernels() {
         .unwrap();
     assert!(!stop.stop_requested());
     assert!(stop.request_stop());
-    let params = KernelParams::default()
-        .pointer(stop.device_address())
-        .pointer(gpu.address(&counter));
-    launch(&gpu, &stream, "bus_stop_wait", 1, 32, params);
+    let args = KernelArgs::new().arg(&stop).arg(&counter);
+    launch(&gpu, &stream, "bus_stop_wait", 1, 32, args);
     stream.synchronize().unwrap();
 
     assert_eq!(gpu.download(&failures).unwrap(), [0]);

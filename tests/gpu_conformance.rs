@@ -13,7 +13,7 @@ mod common;
 
 use harness::Gpu;
 use scoped_sync::cuda::cudarc::driver::CudaSlice;
-use scoped_sync::cuda::{CudaError, Dim3, KernelParams, LaunchOptions, PushKernelArg};
+use scoped_sync::cuda::{CudaError, Dim3, KernelArgs, LaunchConfig};
 use scoped_sync::layout::grid;
 
 /// Bytes of `objects` per team, words of `counters` per team, and words of `report`:
@@ -93,15 +93,15 @@ fn progress(line: impl std::fmt::Display) {
 enum Shape {
     /// A plain launch of `blocks` blocks; one team per block.
     Blocks { blocks: u32, threads: u32 },
-    /// A cluster launch (`launch_ex`) of `clusters` clusters of `size` blocks; one team
-    /// per cluster.
+    /// A cluster launch (`LaunchConfig::cluster`) of `clusters` clusters of `size`
+    /// blocks; one team per cluster.
     Clusters {
         clusters: u32,
         size: u32,
         threads: u32,
     },
-    /// A cooperative launch (`launch_grid`) of at most `blocks` blocks (fewer if that
-    /// many cannot be co-resident); one team, the grid.
+    /// A cooperative launch with a grid barrier (`KernelArgs::grid_barrier`) of at most
+    /// `blocks` blocks (fewer if that many cannot be co-resident); one team, the grid.
     Grid { blocks: u32, threads: u32 },
 }
 
@@ -178,51 +178,45 @@ fn run_matrix_kernel(
         // signature of every matrix kernel; the buffers are sized per team as the
         // kernels expect and outlive the launch (the downloads below wait for it).
         Shape::Blocks { blocks, threads } => unsafe {
-            kernel.launch(blocks, threads, |args| {
-                args.arg(&objects)
+            kernel.launch(
+                LaunchConfig::new(blocks, threads),
+                KernelArgs::new()
+                    .arg(&objects)
                     .arg(&slots)
                     .arg(&counters)
                     .arg(&report)
-                    .arg(&rounds);
-            })
+                    .arg(rounds),
+            )
         }?,
         Shape::Clusters {
             clusters,
             size,
             threads,
         } => {
-            let params = KernelParams::default()
-                .pointer(gpu.address(&objects))
-                .pointer(gpu.address(&slots))
-                .pointer(gpu.address(&counters))
-                .pointer(gpu.address(&report))
-                .u32(rounds);
-            let options = LaunchOptions {
-                cluster: Some(Dim3::x(size)),
-                ..LaunchOptions::default()
-            };
+            let args = KernelArgs::new()
+                .arg(&objects)
+                .arg(&slots)
+                .arg(&counters)
+                .arg(&report)
+                .arg(rounds);
+            let config = LaunchConfig::new(clusters * size, threads).cluster(size);
             // SAFETY: as above (four pointers and a u32), on the default stream that
             // the downloads below wait for.
-            unsafe {
-                kernel.launch_ex(
-                    &gpu.default_stream(),
-                    clusters * size,
-                    threads,
-                    options,
-                    params,
-                )
-            }?
+            unsafe { kernel.launch(config, args) }?
         }
         // SAFETY: the grid kernels take a `Grid` and then the matrix parameters; the
         // grid fits (clamped above) and the buffers hold the one team.
         Shape::Grid { blocks, threads } => unsafe {
-            kernel.launch_grid(blocks, threads, |args| {
-                args.arg(&objects)
+            kernel.launch(
+                LaunchConfig::new(blocks, threads).cooperative(),
+                KernelArgs::new()
+                    .grid_barrier()
+                    .arg(&objects)
                     .arg(&slots)
                     .arg(&counters)
                     .arg(&report)
-                    .arg(&rounds);
-            })
+                    .arg(rounds),
+            )
         }?,
     }
     Ok(Outcome {
@@ -591,27 +585,13 @@ fn cluster_barrier_over_distributed_shared_memory_with_cluster_sizes_2_4_8() {
     for size in CLUSTER_SIZES {
         let counters = gpu.zeros::<u32>(clusters as usize).unwrap();
         let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
-        let params = KernelParams::default()
-            .pointer(gpu.address(&counters))
-            .pointer(gpu.address(&report))
-            .u32(phases);
-        let options = LaunchOptions {
-            cluster: Some(Dim3::x(size)),
-            ..LaunchOptions::default()
-        };
+        let args = KernelArgs::new().arg(&counters).arg(&report).arg(phases);
+        let config = LaunchConfig::new(clusters * size, CLUSTER_BLOCK_THREADS).cluster(size);
         // SAFETY: (u32 pointer, u32 pointer, u32) is the kernel's signature; the
         // buffers outlive the launch (the downloads below wait for it on the same
         // stream).
-        unsafe {
-            kernel.launch_ex(
-                &gpu.default_stream(),
-                clusters * size,
-                CLUSTER_BLOCK_THREADS,
-                options,
-                params,
-            )
-        }
-        .unwrap_or_else(|error| panic!("cluster size {size}: launch failed: {error}"));
+        unsafe { kernel.launch(config, args) }
+            .unwrap_or_else(|error| panic!("cluster size {size}: launch failed: {error}"));
         assert_no_failed_checks(&gpu, &report, &format!("cluster size {size}"));
         assert_eq!(
             gpu.download(&counters).unwrap(),
@@ -667,9 +647,14 @@ fn grid_sync_phases(gpu: &Gpu, blocks: u32, block: impl Into<Dim3>, phases: u32)
     // SAFETY: (Grid, u32 pointer, u32, u32 pointer) is the kernel's signature; `slots`
     // holds two words per thread; the buffers outlive the launch.
     unsafe {
-        kernel.launch_grid(blocks, block, |args| {
-            args.arg(&slots).arg(&phases).arg(&report);
-        })
+        kernel.launch(
+            LaunchConfig::new(blocks, block).cooperative(),
+            KernelArgs::new()
+                .grid_barrier()
+                .arg(&slots)
+                .arg(phases)
+                .arg(&report),
+        )
     }
     .unwrap();
     assert_no_failed_checks(gpu, &report, &format!("{blocks} blocks × {block:?}"));
@@ -765,9 +750,15 @@ fn barrier_phases(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, phases: u32)
     // signature; `object` holds a barrier, `slots` two words per thread; the buffers
     // outlive the launch.
     unsafe {
-        kernel.launch_grid(blocks, block, |args| {
-            args.arg(&object).arg(&slots).arg(&phases).arg(&report);
-        })
+        kernel.launch(
+            LaunchConfig::new(blocks, block).cooperative(),
+            KernelArgs::new()
+                .grid_barrier()
+                .arg(&object)
+                .arg(&slots)
+                .arg(phases)
+                .arg(&report),
+        )
     }
     .unwrap();
     assert_no_failed_checks(
@@ -836,9 +827,15 @@ fn device_barriers_met_by_the_lanes_of_one_warp_on_two_barriers() {
     // signature; `objects` holds two barriers, `slots` two words per thread; the
     // buffers outlive the launch.
     unsafe {
-        kernel.launch_grid(blocks, block, |args| {
-            args.arg(&objects).arg(&slots).arg(&phases).arg(&report);
-        })
+        kernel.launch(
+            LaunchConfig::new(blocks, block).cooperative(),
+            KernelArgs::new()
+                .grid_barrier()
+                .arg(&objects)
+                .arg(&slots)
+                .arg(phases)
+                .arg(&report),
+        )
     }
     .unwrap();
     assert_no_failed_checks(
@@ -861,18 +858,15 @@ fn latch_rounds(gpu: &Gpu, scope: &str, blocks: u32, block: Dim3, rounds: u32) {
     let latches = gpu.zeros::<u8>(OBJECT_BYTES).unwrap();
     let slots = gpu.zeros::<u32>(2 * threads).unwrap();
     let report = gpu.zeros::<u32>(REPORT_WORDS).unwrap();
+    let mut args = KernelArgs::new().grid_barrier();
+    if scope == "device" {
+        args = args.arg(&latches);
+    }
+    let args = args.arg(&slots).arg(rounds).arg(&report);
     // SAFETY: (Grid, [latches,] u32 pointer, u32, u32 pointer) is the kernel's
     // signature; `latches` holds three latches, `slots` two words per thread; the
     // buffers outlive the launch.
-    unsafe {
-        kernel.launch_grid(blocks, block, |args| {
-            if scope == "device" {
-                args.arg(&latches);
-            }
-            args.arg(&slots).arg(&rounds).arg(&report);
-        })
-    }
-    .unwrap();
+    unsafe { kernel.launch(LaunchConfig::new(blocks, block).cooperative(), args) }.unwrap();
     assert_no_failed_checks(
         gpu,
         &report,
@@ -920,9 +914,14 @@ fn grid_launch_refuses_one_block_more_than_can_be_coresident() {
     // SAFETY: as in grid_sync_phases; the launch must be
     // refused before it happens.
     let refused = unsafe {
-        kernel.launch_grid(max + 1, block, |args| {
-            args.arg(&slots).arg(&1_u32).arg(&report);
-        })
+        kernel.launch(
+            LaunchConfig::new(max + 1, block).cooperative(),
+            KernelArgs::new()
+                .grid_barrier()
+                .arg(&slots)
+                .arg(1_u32)
+                .arg(&report),
+        )
     };
     match refused {
         Err(CudaError::GridTooLarge {
@@ -953,14 +952,17 @@ fn fair_semaphore_as_a_mutex_with_waiter_slots_in_global_memory() {
     // u32) are the kernels' signatures; the buffers outlive both launches, which run in
     // order on one stream.
     unsafe {
-        init.launch(1, 1, |args| {
-            args.arg(&semaphore);
-        })
-        .unwrap();
+        init.launch(LaunchConfig::new(1, 1), KernelArgs::new().arg(&semaphore))
+            .unwrap();
         kernel
-            .launch(blocks, block, |args| {
-                args.arg(&semaphore).arg(&slots).arg(&words).arg(&rounds);
-            })
+            .launch(
+                LaunchConfig::new(blocks, block),
+                KernelArgs::new()
+                    .arg(&semaphore)
+                    .arg(&slots)
+                    .arg(&words)
+                    .arg(rounds),
+            )
             .unwrap();
     }
     let [guarded, acquired, _holders, violations, timed_out] =

@@ -9,7 +9,7 @@
 
 mod common;
 
-use scoped_sync::cuda::PushKernelArg;
+use scoped_sync::cuda::{KernelArgs, LaunchConfig};
 
 /// The operations of `convergence_after_operation`, in its order.
 const OPERATIONS: [&str; 8] = [
@@ -55,9 +55,10 @@ fn check_every_operation(gpu: &harness::Gpu, kernel: &scoped_sync::cuda::Kernel)
             // `threads + 1` words and outlives the launch (the download waits for it on
             // the same stream); one block of whole warps.
             unsafe {
-                kernel.launch(1, threads, |args| {
-                    args.arg(&out).arg(&operation).arg(&ROUNDS);
-                })
+                kernel.launch(
+                    LaunchConfig::new(1, threads),
+                    KernelArgs::new().arg(&out).arg(operation).arg(ROUNDS),
+                )
             }
             .unwrap();
             let words = gpu.download(&out).unwrap();

@@ -33,7 +33,7 @@ use std::io::Write;
 use std::process::{Command, ExitCode};
 
 use harness::Gpu;
-use scoped_sync::cuda::{CudaError, KernelBuild, KernelParams, LaunchOptions};
+use scoped_sync::cuda::{CudaError, KernelArgs, KernelBuild, LaunchConfig};
 use scoped_sync::{Barrier, BusStopSource, CountingSemaphore, Latch};
 
 /// The variable that tells a child which case to run: `<case>:<build>`.
@@ -195,81 +195,79 @@ fn launch(
     grid: u32,
     block: u32,
     cluster: Option<u32>,
-    params: KernelParams,
+    args: KernelArgs<'_>,
 ) -> Result<(), CudaError> {
     let kernel = gpu.kernel(kernel)?;
     let stream = gpu.default_stream();
-    let options = LaunchOptions {
-        cluster: cluster.map(scoped_sync::cuda::Dim3::x),
-        ..LaunchOptions::default()
-    };
+    let mut config = LaunchConfig::new(grid, block).on(&stream);
+    config.cluster = cluster.map(scoped_sync::cuda::Dim3::x);
     // SAFETY: each caller passes the parameters its kernel takes
     // (kernels/src/device_checks.rs), pointing at memory alive until the synchronize.
-    unsafe { kernel.launch_ex(&stream, grid, block, options, params) }?;
+    unsafe { kernel.launch(config, args) }?;
     stream.synchronize()
 }
 
 fn barrier_arrive_zero(gpu: &Gpu) -> Result<(), CudaError> {
     let barrier = gpu.upload_object(&Barrier::new(2))?;
-    let params = KernelParams::default().pointer(gpu.address(&barrier));
-    launch(gpu, "check_barrier_arrive_zero", 1, 1, None, params)
+    let args = KernelArgs::new().arg(&barrier);
+    launch(gpu, "check_barrier_arrive_zero", 1, 1, None, args)
 }
 
 fn barrier_over_arrive(gpu: &Gpu) -> Result<(), CudaError> {
     let barrier = gpu.upload_object(&Barrier::new(2))?;
-    let params = KernelParams::default().pointer(gpu.address(&barrier));
-    launch(gpu, "check_barrier_over_arrive", 1, 1, None, params)
+    let args = KernelArgs::new().arg(&barrier);
+    launch(gpu, "check_barrier_over_arrive", 1, 1, None, args)
 }
 
 fn barrier_new_above_max(gpu: &Gpu) -> Result<(), CudaError> {
     let out = gpu.zeros::<u32>(1)?;
-    let params = KernelParams::default().pointer(gpu.address(&out));
-    launch(gpu, "check_barrier_new_above_max", 1, 1, None, params)
+    let args = KernelArgs::new().arg(&out);
+    launch(gpu, "check_barrier_new_above_max", 1, 1, None, args)
 }
 
 fn latch_count_down_past_zero(gpu: &Gpu) -> Result<(), CudaError> {
     let latch = gpu.upload_object(&Latch::new(1))?;
-    let params = KernelParams::default().pointer(gpu.address(&latch));
-    launch(gpu, "check_latch_count_down_past_zero", 1, 1, None, params)
+    let args = KernelArgs::new().arg(&latch);
+    launch(gpu, "check_latch_count_down_past_zero", 1, 1, None, args)
 }
 
 fn semaphore_release_past_max(gpu: &Gpu) -> Result<(), CudaError> {
     let semaphore = gpu.upload_object(&CountingSemaphore::<4>::new(4))?;
-    let params = KernelParams::default().pointer(gpu.address(&semaphore));
-    launch(gpu, "check_semaphore_release_past_max", 1, 1, None, params)
+    let args = KernelArgs::new().arg(&semaphore);
+    launch(gpu, "check_semaphore_release_past_max", 1, 1, None, args)
 }
 
 fn block_scope_across_blocks(gpu: &Gpu) -> Result<(), CudaError> {
     // The bytes of a latch do not depend on its scope, so a host latch stands in for
     // the kernel's `Latch<Block>`.
     let latch = gpu.upload_object(&Latch::new(2))?;
-    let params = KernelParams::default().pointer(gpu.address(&latch));
-    launch(gpu, "check_block_scope_across_blocks", 2, 32, None, params)
+    let args = KernelArgs::new().arg(&latch);
+    launch(gpu, "check_block_scope_across_blocks", 2, 32, None, args)
 }
 
 fn cluster_scope_across_clusters(gpu: &Gpu) -> Result<(), CudaError> {
     let latch = gpu.upload_object(&Latch::new(4))?;
-    let params = KernelParams::default().pointer(gpu.address(&latch));
+    let args = KernelArgs::new().arg(&latch);
     launch(
         gpu,
         "check_cluster_scope_across_clusters",
         4,
         32,
         Some(2),
-        params,
+        args,
     )
 }
 
 fn block_scope_in_other_blocks_shared(gpu: &Gpu) -> Result<(), CudaError> {
     let out = gpu.zeros::<u32>(1)?;
-    let params = KernelParams::default().pointer(gpu.address(&out));
+    let args = KernelArgs::new().arg(&out);
     launch(
         gpu,
         "check_block_scope_in_other_blocks_shared",
         2,
         32,
         Some(2),
-        params,
+        args,
     )
 }
 
@@ -280,76 +278,59 @@ fn block_scope_own_objects(gpu: &Gpu) -> Result<(), CudaError> {
         Latch::new(64),
         Latch::new(64),
     ])?;
-    let params = KernelParams::default().pointer(gpu.address(&latches));
-    launch(gpu, "check_block_scope_own_objects", 4, 64, None, params)
+    let args = KernelArgs::new().arg(&latches);
+    launch(gpu, "check_block_scope_own_objects", 4, 64, None, args)
 }
 
 fn cluster_scope_own_objects(gpu: &Gpu) -> Result<(), CudaError> {
     let latches = gpu.upload_object(&[Latch::new(128), Latch::new(128)])?;
-    let params = KernelParams::default().pointer(gpu.address(&latches));
-    launch(
-        gpu,
-        "check_cluster_scope_own_objects",
-        4,
-        64,
-        Some(2),
-        params,
-    )
+    let args = KernelArgs::new().arg(&latches);
+    launch(gpu, "check_cluster_scope_own_objects", 4, 64, Some(2), args)
 }
 
 fn block_scope_one_block_per_launch(gpu: &Gpu) -> Result<(), CudaError> {
     let latch = gpu.upload_object(&Latch::new(64))?;
-    for user in [0, 1] {
-        let params = KernelParams::default()
-            .pointer(gpu.address(&latch))
-            .u32(user);
-        launch(gpu, "check_block_scope_one_block", 2, 32, None, params)?;
+    for user in [0_u32, 1] {
+        let args = KernelArgs::new().arg(&latch).arg(user);
+        launch(gpu, "check_block_scope_one_block", 2, 32, None, args)?;
     }
     Ok(())
 }
 
 fn block_barrier_not_placed(gpu: &Gpu) -> Result<(), CudaError> {
-    let params = KernelParams::default();
-    launch(gpu, "check_block_barrier_not_placed", 1, 64, None, params)
+    let args = KernelArgs::new();
+    launch(gpu, "check_block_barrier_not_placed", 1, 64, None, args)
 }
 
 fn block_barrier_placed_after_use(gpu: &Gpu) -> Result<(), CudaError> {
     let barrier = gpu.upload_object(&Barrier::new(2))?;
-    let params = KernelParams::default().pointer(gpu.address(&barrier));
+    let args = KernelArgs::new().arg(&barrier);
     launch(
         gpu,
         "check_block_barrier_placed_after_use",
         1,
         1,
         None,
-        params,
+        args,
     )
 }
 
 fn block_barrier_above_hardware(gpu: &Gpu) -> Result<(), CudaError> {
-    let params = KernelParams::default();
-    launch(
-        gpu,
-        "check_block_barrier_above_hardware",
-        1,
-        1,
-        None,
-        params,
-    )
+    let args = KernelArgs::new();
+    launch(gpu, "check_block_barrier_above_hardware", 1, 1, None, args)
 }
 
 fn block_barrier_init_in_place(gpu: &Gpu) -> Result<(), CudaError> {
     const THREADS: u32 = 256;
     let kernel = gpu.kernel("check_block_barrier_init_in_place")?;
     let stream = gpu.default_stream();
-    let options = LaunchOptions {
-        shared_memory_bytes: 16 + 4 * THREADS,
-        ..LaunchOptions::default()
-    };
-    let params = KernelParams::default().u32(100);
+    let config = LaunchConfig::new(1, THREADS)
+        .on(&stream)
+        .shared_memory(16 + 4 * THREADS);
+    let args = KernelArgs::new().arg(100_u32);
     // SAFETY: the kernel takes `rounds: u32` and gets the dynamic shared memory it
     // needs for a block of THREADS.
-    unsafe { kernel.launch_ex(&stream, 1, THREADS, options, params) }?;
+    unsafe { kernel.launch(config, args) }?;
     stream.synchronize()
 }
 
@@ -365,8 +346,8 @@ fn bus_object_not_placed(gpu: &Gpu) -> Result<(), CudaError> {
             .cast::<BusStopSource>()
             .write(BusStopSource::new())
     };
-    let params = KernelParams::default().pointer(memory.device_address());
-    launch(gpu, "check_bus_object_not_placed", 1, 1, None, params)
+    let args = KernelArgs::new().arg(&memory);
+    launch(gpu, "check_bus_object_not_placed", 1, 1, None, args)
 }
 
 fn build_name(build: KernelBuild) -> &'static str {

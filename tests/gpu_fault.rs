@@ -4,16 +4,17 @@
 //! prints "skipped: no CUDA driver" and passes.
 //!
 //! The kernel is launched from a helper thread while the test's thread waits
-//! ([`launch_beside`]), so that the wait is checked also where launches block until
-//! their kernel ends (`CUDA_LAUNCH_BLOCKING=1`); there the wait learns of the fault
-//! when the launch call returns, and the call may report the fault too.
+//! ([`launch_beside`](scoped_sync::cuda::Kernel::launch_beside)), so that the wait is
+//! checked also where launches block until their kernel ends (`CUDA_LAUNCH_BLOCKING=1`);
+//! there the wait learns of the fault when the launch call returns, and the call may
+//! report the fault too.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 use harness::Gpu;
-use scoped_sync::cuda::beside::{launch_beside, Outcome};
-use scoped_sync::cuda::{CudaError, HostWaitError, KernelParams, LaunchOptions};
+use scoped_sync::cuda::beside::Outcome;
+use scoped_sync::cuda::{CudaError, HostWaitError, KernelArgs, LaunchConfig};
 use scoped_sync::{GpuToHost, HandoffSemaphore};
 
 #[test]
@@ -31,20 +32,16 @@ fn a_kernel_that_traps_while_the_host_waits_is_reported_within_a_second() {
         .unwrap();
     let stream = gpu.new_stream().unwrap();
     let trap_after = Duration::from_millis(100);
-    let params = KernelParams::default().u64(trap_after.as_nanos() as u64);
-    let run = launch_beside(
-        &stream,
-        || {
-            let kernel = gpu.kernel("bus_trap_after")?;
-            // SAFETY: `bus_trap_after(u64)`.
-            unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
-        },
-        |kernel| {
+    let args = KernelArgs::new().arg(trap_after.as_nanos() as u64);
+    let kernel = gpu.kernel("bus_trap_after").unwrap();
+    // SAFETY: `bus_trap_after(u64)`.
+    let run = unsafe {
+        kernel.launch_beside(LaunchConfig::new(1, 1).on(&stream), args, |kernel| {
             let start = Instant::now();
             let outcome = results.acquire(kernel.wait().timeout(Duration::from_secs(30)));
             (outcome, start.elapsed())
-        },
-    );
+        })
+    };
     let Outcome {
         host: (outcome, took),
         launch,

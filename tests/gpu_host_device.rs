@@ -12,15 +12,15 @@
 //!   ([`Stream::wait_released`] and the other stream memory operations).
 //!
 //! Without a CUDA driver every test prints "skipped: no CUDA driver" and passes. The
-//! kernels the host feeds are launched from a helper thread ([`launch_beside`]), so the
-//! tests also run where launches block (`CUDA_DEVICE_MAX_CONNECTIONS=1
-//! CUDA_LAUNCH_BLOCKING=1`); what the driver does differs there, and the tests assert
-//! each mode's documented behaviour.
+//! kernels the host feeds are launched from a helper thread
+//! ([`launch_beside`](scoped_sync::cuda::Kernel::launch_beside)), so the tests also run
+//! where launches block (`CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1`); what
+//! the driver does differs there, and the tests assert each mode's documented behaviour.
 
 mod common;
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -28,10 +28,10 @@ use std::time::{Duration, Instant};
 use common::hang_guard;
 use harness::host_device::{flag_round_trips, FlagPlacement};
 use harness::Gpu;
-use scoped_sync::cuda::beside::{launch_beside, Beside};
+use scoped_sync::cuda::beside::Beside;
 use scoped_sync::cuda::cudarc::driver::sys;
 use scoped_sync::cuda::{
-    CudaError, KernelParams, LaunchOptions, MappedBuffer, Module, Stream, StreamMemOpError,
+    HostWait, KernelArgs, LaunchConfig, MappedBuffer, Module, Stream, StreamMemOpError,
     WaitCondition,
 };
 use scoped_sync::{BusWait, HandoffSemaphore, HostToGpu};
@@ -225,7 +225,7 @@ impl<'g> Stock<'g> {
     fn launch_empty(&self, stream: &Stream) -> Result<(), String> {
         let kernel = self.gpu.kernel("bus_empty").map_err(|e| e.to_string())?;
         // SAFETY: `bus_empty()` takes nothing.
-        unsafe { kernel.launch_ex(stream, 1, 1, LaunchOptions::default(), KernelParams::new()) }
+        unsafe { kernel.launch(LaunchConfig::new(1, 1).on(stream), KernelArgs::new()) }
             .map_err(|e| e.to_string())
     }
 
@@ -545,16 +545,8 @@ fn calls<'s>(stock: &'s Stock<'_>) -> Vec<Call<'s>> {
         Box::new(|| {
             let kernel = stock.lazy.kernel("hd_nothing").map_err(|e| e.to_string())?;
             // SAFETY: `hd_nothing()` takes nothing.
-            unsafe {
-                kernel.launch_ex(
-                    &stock.other,
-                    1,
-                    1,
-                    LaunchOptions::default(),
-                    KernelParams::new(),
-                )
-            }
-            .map_err(|e| e.to_string())?;
+            unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&stock.other), KernelArgs::new()) }
+                .map_err(|e| e.to_string())?;
             stock.other.synchronize().map_err(|e| e.to_string())
         }),
     );
@@ -810,37 +802,36 @@ fn classify(gpu: &Gpu, calls: &[Call<'_>], blocker: Blocker) -> Vec<Outcome> {
             word.store(0, Ordering::Relaxed);
         }
         let base = flags.device_address();
-        let queued = AtomicBool::new(false);
-        let run = launch_beside(
-            &stream,
-            || match blocker {
-                Blocker::SpinningKernel => {
-                    let kernel = gpu.kernel("hd_wait_handoff")?;
-                    let params = KernelParams::new()
-                        .pointer(work.device_address())
-                        .pointer(base)
-                        .pointer(base + 4)
-                        .u64(nanos(KERNEL_PATIENCE));
-                    // SAFETY: `hd_wait_handoff(sem*, u32*, u32*, u64)`; all outlive it
-                    // (the stream is synchronized below).
-                    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
-                }
-                Blocker::StreamWait => {
-                    let kernel = gpu.kernel("hd_gated_ack")?;
-                    stream
-                        .wait_released(&work, unit)
-                        .map_err(|_| CudaError::Measurement("the stream wait was refused"))?;
-                    queued.store(true, Ordering::Release);
-                    let params = KernelParams::new()
-                        .pointer(base)
-                        .pointer(base + 4)
-                        .pointer(base + 8)
-                        .u64(unit);
-                    // SAFETY: `hd_gated_ack(u32*, u32*, u64*, u64)`; as above.
-                    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
-                }
-            },
-            |running: &Beside<'_>| {
+        let (kernel, args) = match blocker {
+            Blocker::SpinningKernel => {
+                let kernel = gpu.kernel("hd_wait_handoff").unwrap();
+                let args = KernelArgs::new()
+                    .arg(&work)
+                    .arg(base)
+                    .arg(base + 4)
+                    .arg(nanos(KERNEL_PATIENCE));
+                (kernel, args)
+            }
+            Blocker::StreamWait => {
+                let kernel = gpu.kernel("hd_gated_ack").unwrap();
+                // Queued on this thread: a stream memory operation returns at once, also
+                // where launches block (the launch, beside, may not).
+                stream
+                    .wait_released(&work, unit)
+                    .expect("the stream wait is queued");
+                let args = KernelArgs::new()
+                    .arg(base)
+                    .arg(base + 4)
+                    .arg(base + 8)
+                    .arg(unit);
+                (kernel, args)
+            }
+        };
+        let config = LaunchConfig::new(1, 1).on(&stream);
+        // SAFETY: `hd_wait_handoff(sem*, u32*, u32*, u64)` or `hd_gated_ack(u32*, u32*,
+        // u64*, u64)`, as `args` says; all outlive it (the stream is synchronized below).
+        let run = unsafe {
+            kernel.launch_beside(config, args, |running: &Beside<'_>| {
                 // Still held: the spinning kernel's outcome word, or the gated kernel's
                 // answer, is unwritten.
                 let still_held = || match blocker {
@@ -854,13 +845,9 @@ fn classify(gpu: &Gpu, calls: &[Call<'_>], blocker: Blocker) -> Vec<Outcome> {
                         .wait_until(&mut || flags.read(0) == 1)
                         .expect("the waiting kernel starts"),
                     Blocker::StreamWait => {
-                        // The helper thread queues the wait, then the launch (which
-                        // may block until the kernel ends where launches block).
-                        let start = Instant::now();
-                        while !queued.load(Ordering::Acquire) && start.elapsed() < BOUND {
-                            std::thread::yield_now();
-                        }
-                        assert!(queued.load(Ordering::Acquire), "the stream wait is queued");
+                        // The wait is queued (above); the helper thread queues the
+                        // launch (which may block until the kernel ends where launches
+                        // block).
                         std::thread::sleep(Duration::from_millis(20));
                     }
                 }
@@ -880,8 +867,8 @@ fn classify(gpu: &Gpu, calls: &[Call<'_>], blocker: Blocker) -> Vec<Outcome> {
                 if !released {
                     producer.release(1);
                 }
-            },
-        );
+            })
+        };
         stream.synchronize().unwrap();
         run.launch.unwrap();
         match blocker {
@@ -1040,43 +1027,39 @@ impl<'g> GateWords<'g> {
     fn seen(&self) -> u32 {
         self.0.read(6)
     }
-    fn params(&self, value: u64) -> KernelParams {
+    fn args(&self, value: u64) -> KernelArgs<'static> {
         let base = self.0.device_address();
-        KernelParams::new()
-            .pointer(base + 16)
-            .pointer(base + 24)
-            .pointer(base)
-            .u64(value)
+        KernelArgs::new()
+            .arg(base + 16)
+            .arg(base + 24)
+            .arg(base)
+            .arg(value)
     }
 }
 
-/// Queues `gate` and then `hd_gated_ack` (answering `value`) on `stream` from a helper
-/// thread ([`launch_beside`]); on this thread checks that the kernel has not run after a
-/// pause, sets the payload to `value`, calls `open` (which must satisfy the gate), and
-/// waits for the answer. Returns whether the kernel had stayed behind the gate.
+/// Queues `gate` on `stream`, and then `hd_gated_ack` (answering `value`) from a helper
+/// thread ([`launch_beside`](scoped_sync::cuda::Kernel::launch_beside)); on this thread
+/// checks that the kernel has not run after a pause, sets the payload to `value`, calls
+/// `open` (which must satisfy the gate), and waits for the answer. Returns whether the
+/// kernel had stayed behind the gate.
 fn gated_launch(
     gpu: &Gpu,
     stream: &Stream,
     words: &GateWords<'_>,
     value: u64,
-    gate: impl FnOnce(&Stream) -> Result<(), StreamMemOpError> + Send,
+    gate: impl FnOnce(&Stream) -> Result<(), StreamMemOpError>,
     open: impl FnOnce(),
 ) -> bool {
-    let run = launch_beside(
-        stream,
-        || {
-            gate(stream).map_err(|error| match error {
-                StreamMemOpError::Cuda(error) => error,
-                other => {
-                    eprintln!("the stream wait was refused: {other}");
-                    CudaError::Measurement("the stream wait was refused")
-                }
-            })?;
-            let kernel = gpu.kernel("hd_gated_ack")?;
-            // SAFETY: `hd_gated_ack(u32*, u32*, u64*, u64)`; the words outlive it.
-            unsafe { kernel.launch_ex(stream, 1, 1, LaunchOptions::default(), words.params(value)) }
-        },
-        |running: &Beside<'_>| {
+    let kernel = gpu.kernel("hd_gated_ack").unwrap();
+    // Queued on this thread: a stream memory operation returns at once, also where
+    // launches block (the launch, beside, may not).
+    if let Err(error) = gate(stream) {
+        panic!("the stream wait was refused: {error}");
+    }
+    let config = LaunchConfig::new(1, 1).on(stream);
+    // SAFETY: `hd_gated_ack(u32*, u32*, u64*, u64)`; the words outlive it.
+    let run = unsafe {
+        kernel.launch_beside(config, words.args(value), |running: &Beside<'_>| {
             // Long enough for an ungated kernel to have run many times over; a gate
             // that holds can never make this check fail.
             std::thread::sleep(Duration::from_millis(50));
@@ -1089,8 +1072,8 @@ fn gated_launch(
                 .wait_until(&mut || words.answer() >= value)
                 .expect("the gated kernel runs once the gate opens");
             held
-        },
-    );
+        })
+    };
     stream.synchronize().unwrap();
     run.launch.unwrap();
     assert_eq!(
@@ -1228,34 +1211,25 @@ fn stream_writes_land_in_stream_order_and_reach_the_host() {
     hang_guard("stream writes", 60, || {
         let words = gpu.mapped(8).unwrap(); // u32 0: gate; u32 1: written; u64 1: written
         let stream = gpu.new_stream().unwrap();
-        let run = launch_beside(
-            &stream,
-            || {
-                let queue = || -> Result<(), StreamMemOpError> {
-                    stream.wait_mapped_u32(&words, 0, 1, WaitCondition::Geq)?;
-                    stream.write_mapped_u32(&words, 1, 0xABCD)?;
-                    stream.write_mapped_u64(&words, 1, 0x1234_5678_9ABC)
-                };
-                queue().map_err(|error| match error {
-                    StreamMemOpError::Cuda(error) => error,
-                    _ => CudaError::Measurement("a stream memory operation was refused"),
-                })
-            },
-            |running: &Beside<'_>| {
-                std::thread::sleep(Duration::from_millis(50));
-                let before = (words.read(1), words.read_u64(1));
-                words.host_words()[0].store(1, Ordering::Release);
-                running
-                    .wait()
-                    .timeout(PATIENCE)
-                    .wait_until(&mut || words.read_u64(1) == 0x1234_5678_9ABC)
-                    .expect("the writes land once the gate opens");
-                before
-            },
-        );
+        // Queued on this thread, before the wait: stream memory operations return at
+        // once, also where launches block (and there is no kernel to launch beside).
+        let queue = || -> Result<(), StreamMemOpError> {
+            stream.wait_mapped_u32(&words, 0, 1, WaitCondition::Geq)?;
+            stream.write_mapped_u32(&words, 1, 0xABCD)?;
+            stream.write_mapped_u64(&words, 1, 0x1234_5678_9ABC)
+        };
+        if let Err(error) = queue() {
+            panic!("a stream memory operation was refused: {error}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        let before = (words.read(1), words.read_u64(1));
+        words.host_words()[0].store(1, Ordering::Release);
+        HostWait::on(&stream)
+            .timeout(PATIENCE)
+            .wait_until(&mut || words.read_u64(1) == 0x1234_5678_9ABC)
+            .expect("the writes land once the gate opens");
         stream.synchronize().unwrap();
-        run.launch.unwrap();
-        assert_eq!(run.host, (0, 0), "the writes waited behind the stream wait");
+        assert_eq!(before, (0, 0), "the writes waited behind the stream wait");
         assert_eq!(words.read(1), 0xABCD);
     });
 }

@@ -18,7 +18,7 @@ use std::time::Duration;
 use common::hang_guard;
 use harness::Gpu;
 use scoped_sync::cuda::{
-    HostPartyError, KernelParams, LaunchOptions, MultiGrid, PeerLink, PlacementError,
+    HostPartyError, KernelArgs, LaunchConfig, MultiGrid, PeerLink, PlacementError,
 };
 use scoped_sync::{Barrier, BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
 
@@ -39,29 +39,27 @@ fn two_gpus() -> Option<(Gpu, Gpu)> {
     Some((first, second))
 }
 
-/// Launches `name` on each GPU with its parameters, each from a thread of its own, and
+/// Launches `name` on each GPU with its arguments, each from a thread of its own, and
 /// waits for both kernels.
 ///
 /// # Safety
 ///
-/// Each `KernelParams` matches `name`'s signature, and what it points to outlives the
+/// Each `KernelArgs` matches `name`'s signature, and what it points to outlives the
 /// kernels.
 unsafe fn launch_on_both(
     gpus: [&Gpu; 2],
     name: &str,
     shape: (u32, u32),
-    params: [KernelParams; 2],
+    args: [KernelArgs<'_>; 2],
 ) {
     std::thread::scope(|s| {
-        for (gpu, params) in gpus.into_iter().zip(params) {
+        for (gpu, args) in gpus.into_iter().zip(args) {
             s.spawn(move || {
                 let kernel = gpu.kernel(name).unwrap();
                 let stream = gpu.default_stream();
+                let config = LaunchConfig::new(shape.0, shape.1).on(&stream);
                 // SAFETY: the caller's contract.
-                unsafe {
-                    kernel.launch_ex(&stream, shape.0, shape.1, LaunchOptions::default(), params)
-                }
-                .unwrap();
+                unsafe { kernel.launch(config, args) }.unwrap();
                 stream.synchronize().unwrap();
             });
         }
@@ -109,13 +107,10 @@ fn a_latch_in_one_gpus_memory_opens_for_kernels_on_both() {
         placed => placed.unwrap(),
     };
     let counts = [gpu0.zeros::<u32>(2).unwrap(), gpu1.zeros::<u32>(2).unwrap()];
-    let params = [0, 1].map(|i| {
+    let args = [0, 1].map(|i| {
         let gpu = [&gpu0, &gpu1][i];
         let address = gpu.address(&counts[i]);
-        KernelParams::new()
-            .pointer(latch.device_address())
-            .pointer(address)
-            .pointer(address + 4)
+        KernelArgs::new().arg(&latch).arg(address).arg(address + 4)
     });
     hang_guard("latch across two GPUs", 60, || {
         // SAFETY: (latch, opened, failures) pointers, as `peer_latch_count_down_and_wait`
@@ -125,7 +120,7 @@ fn a_latch_in_one_gpus_memory_opens_for_kernels_on_both() {
                 [&gpu0, &gpu1],
                 "peer_latch_count_down_and_wait",
                 (blocks, threads),
-                params,
+                args,
             )
         };
     });
@@ -159,14 +154,14 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
         .zeros_for_peers(2 * members as usize, &[&gpu1])
         .unwrap();
     let failures = [gpu0.zeros::<u32>(1).unwrap(), gpu1.zeros::<u32>(1).unwrap()];
-    let params = [0, 1].map(|i| {
-        KernelParams::new()
-            .pointer(barrier.device_address())
-            .pointer(slots.device_address())
-            .u32(members)
-            .u32(i as u32 * per_gpu)
-            .u32(phases)
-            .pointer([&gpu0, &gpu1][i].address(&failures[i]))
+    let args = [0, 1].map(|i| {
+        KernelArgs::new()
+            .arg(&barrier)
+            .arg(&slots)
+            .arg(members)
+            .arg(i as u32 * per_gpu)
+            .arg(phases)
+            .arg(&failures[i])
     });
     hang_guard("barrier across two GPUs", 300, || {
         // SAFETY: the parameters of `peer_barrier_phases`: the barrier expects both
@@ -177,7 +172,7 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
                 [&gpu0, &gpu1],
                 "peer_barrier_phases",
                 (blocks, threads),
-                params,
+                args,
             )
         };
     });
@@ -208,15 +203,15 @@ fn multi_grid_phases(
         .zeros_for_peers(2 * 2 * per_gpu, &[gpus[1]])
         .unwrap();
     let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
-    let params = (0..2)
+    let args = (0..2)
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
-            KernelParams::new()
-                .pointer(slots.device_address())
-                .u32(phases[i])
-                .u32(timeout_ms)
-                .pointer(counts)
-                .pointer(counts + 4)
+            KernelArgs::new()
+                .arg(&slots)
+                .arg(phases[i])
+                .arg(timeout_ms)
+                .arg(counts)
+                .arg(counts + 4)
         })
         .collect();
     let started = std::time::Instant::now();
@@ -224,7 +219,14 @@ fn multi_grid_phases(
         // SAFETY: `multi_grid_phases(MultiGrid, slots, phases, timeout_ms, failures,
         // timeouts)` on both GPUs, the same grid on each; `slots` holds
         // `2 · 2 · per_gpu` words that both GPUs reach; everything outlives the kernels.
-        unsafe { barrier.launch(&[&kernels[0], &kernels[1]], blocks, threads, params) }.unwrap();
+        unsafe {
+            barrier.launch(
+                &[&kernels[0], &kernels[1]],
+                LaunchConfig::new(blocks, threads),
+                args,
+            )
+        }
+        .unwrap();
         for gpu in gpus {
             gpu.synchronize().unwrap();
         }
@@ -340,14 +342,14 @@ fn abort_after_phases(abort: Abort) {
     let gpus = [&gpu0, &gpu1];
     let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_abort_after").unwrap());
     let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
-    let params = (0..2)
+    let args = (0..2)
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
-            KernelParams::new()
-                .u32(ABORT_AFTER)
-                .u32(u32::from(i == 0 && abort != Abort::ByHostParty))
-                .pointer(counts)
-                .pointer(counts + 4)
+            KernelArgs::new()
+                .arg(ABORT_AFTER)
+                .arg(u32::from(i == 0 && abort != Abort::ByHostParty))
+                .arg(counts)
+                .arg(counts + 4)
         })
         .collect();
     let started = std::time::Instant::now();
@@ -361,9 +363,8 @@ fn abort_after_phases(abort: Abort) {
             let parties = unsafe {
                 barrier.launch_with_host_parties(
                     &[&kernels[0], &kernels[1]],
-                    blocks,
-                    threads,
-                    params,
+                    LaunchConfig::new(blocks, threads),
+                    args,
                     |mut party| {
                         let patience = Duration::from_secs(10);
                         let mut waits: Vec<_> = (0..ABORT_AFTER)
@@ -438,29 +439,29 @@ fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum
     let started = std::time::Instant::now();
     hang_guard("a handoff between two GPUs", 300, || {
         std::thread::scope(|s| {
-            let producer = KernelParams::new()
-                .pointer(work.device_address())
-                .pointer(credits.device_address())
-                .pointer(slots.device_address())
-                .u64(UNITS)
-                .pointer(stop.device_address())
-                .pointer(gpu0.address(&failures));
-            let consumer = KernelParams::new()
-                .pointer(work.device_address())
-                .pointer(credits.device_address())
-                .pointer(slots.device_address())
-                .pointer(stop.device_address())
-                .pointer(gpu1.address(&result));
-            for (gpu, name, params) in [
+            let producer = KernelArgs::new()
+                .arg(&work)
+                .arg(&credits)
+                .arg(&slots)
+                .arg(UNITS)
+                .arg(&stop)
+                .arg(&failures);
+            let consumer = KernelArgs::new()
+                .arg(&work)
+                .arg(&credits)
+                .arg(&slots)
+                .arg(&stop)
+                .arg(&result);
+            for (gpu, name, args) in [
                 (&gpu0, "peer_handoff_produce", producer),
                 (&gpu1, "peer_handoff_consume", consumer),
             ] {
                 s.spawn(move || {
                     let kernel = gpu.kernel(name).unwrap();
                     let stream = gpu.default_stream();
+                    let config = LaunchConfig::new(1, 32).on(&stream);
                     // SAFETY: the kernels' signatures; every object outlives them.
-                    unsafe { kernel.launch_ex(&stream, 1, 32, LaunchOptions::default(), params) }
-                        .unwrap();
+                    unsafe { kernel.launch(config, args) }.unwrap();
                     stream.synchronize().unwrap();
                 });
             }
@@ -497,16 +498,16 @@ fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
     let host_slot = gpu0.mapped(2).unwrap();
     let gpu_slots = gpu0.mapped(4).unwrap();
     let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
-    let params = (0..2)
+    let args = (0..2)
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
-            KernelParams::new()
-                .pointer(host_slot.device_address())
-                .pointer(gpu_slots.device_address())
-                .u32(PHASES)
-                .u32(10_000)
-                .pointer(counts)
-                .pointer(counts + 4)
+            KernelArgs::new()
+                .arg(&host_slot)
+                .arg(&gpu_slots)
+                .arg(PHASES)
+                .arg(10_000_u32)
+                .arg(counts)
+                .arg(counts + 4)
         })
         .collect();
     let started = std::time::Instant::now();
@@ -517,9 +518,8 @@ fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
         let results = unsafe {
             barrier.launch_with_host_parties(
                 &[&kernels[0], &kernels[1]],
-                blocks,
-                threads,
-                params,
+                LaunchConfig::new(blocks, threads),
+                args,
                 |mut party| {
                     let mut stale = 0u32;
                     for phase in 1..=PHASES {

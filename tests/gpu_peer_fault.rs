@@ -11,7 +11,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use harness::Gpu;
-use scoped_sync::cuda::{KernelParams, MultiGrid};
+use scoped_sync::cuda::{KernelArgs, LaunchConfig, MultiGrid};
 
 #[test]
 fn a_trapped_kernel_on_one_gpu_ends_the_others_wait_with_an_error_within_a_second() {
@@ -35,15 +35,15 @@ fn a_trapped_kernel_on_one_gpu_ends_the_others_wait_with_an_error_within_a_secon
     // report GPU 1's fault instead.
     let counts = gpu0.mapped(2).unwrap();
     let address = counts.device_address();
-    let timeout_ms = 300;
-    let params = vec![
-        KernelParams::new()
-            .pointer(slots.device_address())
-            .u32(3)
-            .u32(timeout_ms)
-            .pointer(address)
-            .pointer(address + 4),
-        KernelParams::new().u32(1),
+    let timeout_ms = 300_u32;
+    let args = vec![
+        KernelArgs::new()
+            .arg(&slots)
+            .arg(3_u32)
+            .arg(timeout_ms)
+            .arg(address)
+            .arg(address + 4),
+        KernelArgs::new().arg(1_u32),
     ];
     let per_gpu = blocks * threads;
     let started = Instant::now();
@@ -51,7 +51,13 @@ fn a_trapped_kernel_on_one_gpu_ends_the_others_wait_with_an_error_within_a_secon
         // SAFETY: `multi_grid_phases(MultiGrid, slots, phases, timeout_ms, failures,
         // timeouts)` on GPU 0 and `multi_grid_trap_after(MultiGrid, phases)` on GPU 1,
         // the same grid; everything outlives the kernels.
-        let launched = unsafe { barrier.launch(&[&survivor, &trapper], blocks, threads, params) };
+        let launched = unsafe {
+            barrier.launch(
+                &[&survivor, &trapper],
+                LaunchConfig::new(blocks, threads),
+                args,
+            )
+        };
         // GPU 0's threads give up through the mapped counts, seen without a CUDA call:
         // once GPU 1 trapped, GPU 0's context may report that fault too (seen on two
         // H100s with `CUDA_LAUNCH_BLOCKING=1`).

@@ -1,8 +1,9 @@
 //! GPU tests of the runtime as a user meets it: opening a GPU by ordinal or from a
 //! cudarc stream, loading modules (embedded, text, file; several at once), 3-D
-//! launches, dynamic shared memory, and the typed errors for a bad module, a missing
-//! kernel and a launch that does not fit. The kernels are the project's own
-//! (`harness::KERNELS`), loaded through the public API only.
+//! launches, dynamic shared memory, launches on a stream of their own, and the typed
+//! errors for a bad module, a missing kernel and a launch that does not fit. The
+//! kernels are the project's own (`harness::KERNELS`), loaded through the public API
+//! only.
 //!
 //! Without a CUDA driver every test prints "skipped: no CUDA driver" and passes.
 
@@ -11,8 +12,7 @@ use std::io::Write;
 use harness::KERNELS;
 use scoped_sync::cuda::cudarc::driver::CudaContext;
 use scoped_sync::cuda::{
-    CudaError, Dim3, KernelBuild, KernelParams, LaunchLimit, LaunchOptions, Module, PushKernelArg,
-    Runtime,
+    CudaError, Dim3, KernelArgs, KernelBuild, LaunchConfig, LaunchLimit, Module, Runtime,
 };
 
 /// GPU 0 with the project's release kernels loaded, or `None` without a driver.
@@ -40,9 +40,10 @@ fn count_increments(runtime: &Runtime, module: &Module, grid: u32, block: u32) -
     let iterations = 3_u32;
     // SAFETY: (u32 pointer, u32) is the kernel's signature.
     unsafe {
-        kernel.launch(grid, block, |args| {
-            args.arg(&counter).arg(&iterations);
-        })
+        kernel.launch(
+            LaunchConfig::new(grid, block),
+            KernelArgs::new().arg(&counter).arg(iterations),
+        )
     }
     .unwrap();
     runtime.download(&counter).unwrap()[0]
@@ -157,24 +158,17 @@ fn three_dimensional_grids_and_blocks_reach_every_thread() {
     let kernel = module.kernel("launch_shape_report").unwrap();
     let (grid, block) = (Dim3::new(2, 3, 2), Dim3::new(4, 2, 8));
     let threads = grid.count().unwrap() * block.count().unwrap();
-    for use_ex in [false, true] {
+    let stream = runtime.new_stream().unwrap();
+    for own_stream in [false, true] {
         let out = runtime.zeros::<u32>(threads as usize + 6).unwrap();
-        if use_ex {
-            let stream = runtime.default_stream();
-            let params = KernelParams::new()
-                .pointer(runtime.address(&out))
-                .u32(threads);
+        let args = KernelArgs::new().arg(&out).arg(threads);
+        if own_stream {
             // SAFETY: (u32 pointer, u32); `out` holds `threads + 6` words.
-            unsafe { kernel.launch_ex(&stream, grid, block, LaunchOptions::default(), params) }
-                .unwrap();
+            unsafe { kernel.launch(LaunchConfig::new(grid, block).on(&stream), args) }.unwrap();
+            stream.synchronize().unwrap();
         } else {
             // SAFETY: as above.
-            unsafe {
-                kernel.launch(grid, block, |args| {
-                    args.arg(&out).arg(&threads);
-                })
-            }
-            .unwrap();
+            unsafe { kernel.launch(LaunchConfig::new(grid, block), args) }.unwrap();
         }
         let words = runtime.download(&out).unwrap();
         let mut expected = Vec::new();
@@ -192,11 +186,15 @@ fn three_dimensional_grids_and_blocks_reach_every_thread() {
                 }
             }
         }
-        assert_eq!(&words[..threads as usize], expected, "ex: {use_ex}");
+        assert_eq!(
+            &words[..threads as usize],
+            expected,
+            "own stream: {own_stream}"
+        );
         assert_eq!(
             &words[threads as usize..],
             [4, 2, 8, 2, 3, 2],
-            "ex: {use_ex}"
+            "own stream: {own_stream}"
         );
     }
 }
@@ -214,30 +212,29 @@ fn dynamic_shared_memory_past_48_kib_is_opted_in() {
         let words = bytes / 4;
         let expected_sum = (0..words).fold(0_u32, u32::wrapping_add);
         let out = runtime.zeros::<u32>(2 * blocks as usize).unwrap();
+        let config = LaunchConfig::new(blocks, 256)
+            .on(&stream)
+            .shared_memory(bytes);
         // SAFETY: (u32 pointer); two words per block.
-        unsafe {
-            kernel.launch_on(&stream, blocks, 256, bytes, |args| {
-                args.arg(&out);
-            })
-        }
-        .unwrap();
+        unsafe { kernel.launch(config, KernelArgs::new().arg(&out)) }.unwrap();
         stream.synchronize().unwrap();
         let got = runtime.download(&out).unwrap();
         for block in got.chunks(2) {
             assert_eq!(block, [expected_sum, bytes], "{bytes} bytes");
         }
+        // The same on the runtime's own stream.
         let out = runtime.zeros::<u32>(2 * blocks as usize).unwrap();
-        let options = LaunchOptions {
-            shared_memory_bytes: bytes,
-            ..LaunchOptions::default()
-        };
-        let params = KernelParams::new().pointer(runtime.address(&out));
+        let config = LaunchConfig::new(blocks, 256).shared_memory(bytes);
         // SAFETY: as above.
-        unsafe { kernel.launch_ex(&stream, blocks, 256, options, params) }.unwrap();
-        stream.synchronize().unwrap();
+        unsafe { kernel.launch(config, KernelArgs::new().arg(&out)) }.unwrap();
+        runtime.synchronize().unwrap();
         let got = runtime.download(&out).unwrap();
         for block in got.chunks(2) {
-            assert_eq!(block, [expected_sum, bytes], "{bytes} bytes, launch_ex");
+            assert_eq!(
+                block,
+                [expected_sum, bytes],
+                "{bytes} bytes, runtime's stream"
+            );
         }
     }
 }
@@ -250,10 +247,10 @@ fn launches_that_cannot_fit_are_refused_naming_the_limit() {
     let kernel = module.kernel("dynamic_shared_sum").unwrap();
     let out = runtime.zeros::<u32>(64).unwrap();
     let stream = runtime.default_stream();
-    let refused = |grid: Dim3, block: Dim3, options: LaunchOptions| {
-        let params = KernelParams::new().pointer(runtime.address(&out));
+    let refused = |config: LaunchConfig<'static>| {
+        let args = KernelArgs::new().arg(&out);
         // SAFETY: the launch must be refused before the driver sees it.
-        match unsafe { kernel.launch_ex(&stream, grid, block, options, params) } {
+        match unsafe { kernel.launch(config.on(&stream), args) } {
             Err(CudaError::LaunchDoesNotFit {
                 kernel: name,
                 limit,
@@ -266,54 +263,43 @@ fn launches_that_cannot_fit_are_refused_naming_the_limit() {
             other => panic!("expected LaunchDoesNotFit, got {other:?}"),
         }
     };
-    let plain = LaunchOptions::default();
     let threads = u64::from(kernel.max_threads_per_block());
     assert_eq!(
-        refused(Dim3::x(1), Dim3::new(1024, 2, 1), plain),
+        refused(LaunchConfig::new(Dim3::x(1), Dim3::new(1024, 2, 1))),
         (LaunchLimit::ThreadsPerBlock, 2048, threads)
     );
     // Too many threads, not too wide: the count is checked before each extent.
     assert_eq!(
-        refused(Dim3::x(1), Dim3::x(2048), plain),
+        refused(LaunchConfig::new(Dim3::x(1), Dim3::x(2048))),
         (LaunchLimit::ThreadsPerBlock, 2048, threads)
     );
     assert_eq!(
-        refused(Dim3::x(1), Dim3::new(1, 1, 128), plain).0,
+        refused(LaunchConfig::new(Dim3::x(1), Dim3::new(1, 1, 128))).0,
         LaunchLimit::BlockDimension
     );
     assert_eq!(
-        refused(Dim3::new(1, 70_000, 1), Dim3::x(32), plain).0,
+        refused(LaunchConfig::new(Dim3::new(1, 70_000, 1), Dim3::x(32))).0,
         LaunchLimit::GridDimension
     );
     assert_eq!(
-        refused(Dim3::new(1, 0, 1), Dim3::x(32), plain).0,
+        refused(LaunchConfig::new(Dim3::new(1, 0, 1), Dim3::x(32))).0,
         LaunchLimit::EmptyDimension
     );
-    let too_much = LaunchOptions {
-        shared_memory_bytes: kernel.max_dynamic_shared_bytes() + 1,
-        ..plain
-    };
-    assert_eq!(
-        refused(Dim3::x(1), Dim3::x(32), too_much).0,
-        LaunchLimit::SharedMemory
-    );
-    let pairs = LaunchOptions {
-        cluster: Some(Dim3::x(2)),
-        ..plain
-    };
-    assert_eq!(
-        refused(Dim3::x(3), Dim3::x(32), pairs),
-        (LaunchLimit::ClusterShape, 3, 2)
-    );
-    // The typed path checks the same limits.
+    let too_much = LaunchConfig::new(Dim3::x(1), Dim3::x(32))
+        .shared_memory(kernel.max_dynamic_shared_bytes() + 1);
+    assert_eq!(refused(too_much).0, LaunchLimit::SharedMemory);
+    let pairs = LaunchConfig::new(Dim3::x(3), Dim3::x(32)).cluster(2);
+    assert_eq!(refused(pairs), (LaunchLimit::ClusterShape, 3, 2));
+    // A cooperative launch checks the same limits, before co-residency.
     // SAFETY: refused before the driver sees it.
-    let typed = unsafe {
-        kernel.launch_on(&stream, 1, (1024, 2), 0, |args| {
-            args.arg(&out);
-        })
+    let cooperative = unsafe {
+        kernel.launch(
+            LaunchConfig::new(1, (1024, 2)).on(&stream).cooperative(),
+            KernelArgs::new().arg(&out),
+        )
     };
     assert!(matches!(
-        typed,
+        cooperative,
         Err(CudaError::LaunchDoesNotFit {
             limit: LaunchLimit::ThreadsPerBlock,
             ..
@@ -345,12 +331,7 @@ fn adds_one(runtime: &Runtime, module: &Module) -> u32 {
     let kernel = module.kernel("add_one").unwrap();
     let data = runtime.upload(&[41_u32]).unwrap();
     // SAFETY: add_one takes one pointer to a u32.
-    unsafe {
-        kernel.launch(1, 1, |args| {
-            args.arg(&data);
-        })
-    }
-    .unwrap();
+    unsafe { kernel.launch(LaunchConfig::new(1, 1), KernelArgs::new().arg(&data)) }.unwrap();
     runtime.download(&data).unwrap()[0]
 }
 
@@ -409,9 +390,14 @@ fn kernels_built_for_sm80_run_on_this_gpu() {
     let errors = runtime.zeros::<u32>(1).unwrap();
     // SAFETY: sm80_grid_phases(Grid, *mut u32, u32, *mut u32); one slot per thread.
     unsafe {
-        grid_kernel.launch_grid(blocks, block, |args| {
-            args.arg(&slots).arg(&phases).arg(&errors);
-        })
+        grid_kernel.launch(
+            LaunchConfig::new(blocks, block).cooperative(),
+            KernelArgs::new()
+                .grid_barrier()
+                .arg(&slots)
+                .arg(phases)
+                .arg(&errors),
+        )
     }
     .unwrap();
     assert_eq!(runtime.download(&errors).unwrap(), [0], "grid barrier");
@@ -423,9 +409,14 @@ fn kernels_built_for_sm80_run_on_this_gpu() {
     // SAFETY: sm80_barrier_phases(*const Barrier, *mut u32, u32, *mut u32); the barrier
     // expects every thread of the cooperative launch.
     unsafe {
-        barrier_kernel.launch_cooperative(blocks, block, |args| {
-            args.arg(&barrier).arg(&slots).arg(&phases).arg(&errors);
-        })
+        barrier_kernel.launch(
+            LaunchConfig::new(blocks, block).cooperative(),
+            KernelArgs::new()
+                .arg(&barrier)
+                .arg(&slots)
+                .arg(phases)
+                .arg(&errors),
+        )
     }
     .unwrap();
     assert_eq!(runtime.download(&errors).unwrap(), [0], "Barrier<Device>");
@@ -440,15 +431,14 @@ fn kernels_built_for_sm80_run_on_this_gpu() {
     let words = runtime.zeros::<u32>(2).unwrap();
     let inside = runtime.address(&words);
     let rounds = 20_u32;
-    let params = KernelParams::new()
-        .pointer(runtime.address(&semaphore))
-        .pointer(inside)
-        .pointer(inside + 4)
-        .u32(rounds);
+    let args = KernelArgs::new()
+        .arg(&semaphore)
+        .arg(inside)
+        .arg(inside + 4)
+        .arg(rounds);
     let stream = runtime.default_stream();
     // SAFETY: (semaphore, inside, most, rounds); all live until the synchronize.
-    unsafe { exclusion.launch_ex(&stream, blocks, block, LaunchOptions::default(), params) }
-        .unwrap();
+    unsafe { exclusion.launch(LaunchConfig::new(blocks, block).on(&stream), args) }.unwrap();
     stream.synchronize().unwrap();
     let [now_inside, most] = runtime.download(&words).unwrap()[..] else {
         unreachable!()

@@ -13,7 +13,7 @@ mod common;
 
 use harness::Gpu;
 use scoped_sync::cuda::cudarc::driver::CudaSlice;
-use scoped_sync::cuda::PushKernelArg;
+use scoped_sync::cuda::{KernelArgs, LaunchConfig};
 use scoped_sync::Latch;
 
 fn runtime() -> Option<Gpu> {
@@ -29,9 +29,10 @@ fn try_wait_on_device(gpu: &Gpu, latch: &CudaSlice<u8>) -> u32 {
     // latch's four bytes (initialised or not: the kernel only reads them) and `out` one
     // word; both outlive the launch (the download waits for it on the same stream).
     unsafe {
-        kernel.launch(1, 1, |args| {
-            args.arg(latch).arg(&out);
-        })
+        kernel.launch(
+            LaunchConfig::new(1, 1),
+            KernelArgs::new().arg(latch).arg(&out),
+        )
     }
     .unwrap();
     gpu.download(&out).unwrap()[0]

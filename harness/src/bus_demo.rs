@@ -5,7 +5,7 @@
 //! report (`cargo run --release`), `benches/gpu.rs` and `examples/persistent_kernel.rs`
 //! run these.
 //!
-//! Every kernel here that the host feeds is launched with [`launch_beside`]: from a
+//! Every kernel here that the host feeds is launched with [`Kernel::launch_beside`]: from a
 //! helper thread, the calling thread playing the host's side and waiting through the
 //! [`Beside`] it gets, so that the measurements also run where launches block
 //! (`CUDA_LAUNCH_BLOCKING=1`). The host's side keeps the calling thread (and so a
@@ -13,14 +13,15 @@
 //!
 //! [`HandoffChannel`]: scoped_sync::HandoffChannel
 //! [`BusStopSource`]: scoped_sync::BusStopSource
+//! [`Kernel::launch_beside`]: scoped_sync::cuda::Kernel::launch_beside
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use scoped_sync::cuda::cudarc::driver::sys;
 
-use scoped_sync::cuda::beside::{launch_beside, Beside};
-use scoped_sync::cuda::{CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, Stream};
+use scoped_sync::cuda::beside::Beside;
+use scoped_sync::cuda::{CudaError, HostWait, HostWaitError, KernelArgs, LaunchConfig, Stream};
 
 use crate::Gpu;
 use scoped_sync::{BusStopSource, CountingSemaphore, HandoffChannel};
@@ -71,48 +72,29 @@ impl From<scoped_sync::cuda::PlacementError> for DemoError {
     }
 }
 
-/// Launches `kernel` with one block of `block` threads on `stream`.
-///
-/// # Safety
-///
-/// `params` match the kernel's parameters and outlive it (callers synchronize `stream`
-/// before dropping what they point at).
-unsafe fn launch(
-    runtime: &Gpu,
-    stream: &Stream,
-    kernel: &str,
-    block: u32,
-    params: KernelParams,
-) -> Result<(), CudaError> {
-    let kernel = runtime.kernel(kernel)?;
-    // SAFETY: the caller vouches for the parameters.
-    unsafe { kernel.launch_ex(stream, 1, block, LaunchOptions::default(), params) }
-}
-
 /// Launches `kernel` (one block of `block` threads) on `stream` from a helper thread,
-/// runs the host's side `host` beside it on this thread ([`launch_beside`]), waits for
-/// the stream, and returns what `host` did. `host` waits for the kernel through the
-/// [`Beside`] it gets, and must let the kernel end on every path, failures included.
+/// runs the host's side `host` beside it on this thread ([`Kernel::launch_beside`]),
+/// waits for the stream, and returns what `host` did. `host` waits for the kernel
+/// through the [`Beside`] it gets, and must let the kernel end on every path, failures
+/// included.
 ///
 /// # Safety
 ///
-/// As for [`launch`]: the parameters match the kernel and outlive it (this waits for
-/// the stream before it returns, also after a failure of `host`).
+/// The arguments match the kernel's parameters and outlive it (this waits for the
+/// stream before it returns, also after a failure of `host`).
+///
+/// [`Kernel::launch_beside`]: scoped_sync::cuda::Kernel::launch_beside
 unsafe fn beside<R>(
     runtime: &Gpu,
     stream: &Stream,
     (kernel, block): (&str, u32),
-    params: KernelParams,
+    args: KernelArgs<'_>,
     host: impl FnOnce(&Beside<'_>) -> Result<R, DemoError>,
 ) -> Result<R, DemoError> {
-    let run = launch_beside(
-        stream,
-        move || {
-            // SAFETY: the caller vouches for the parameters.
-            unsafe { launch(runtime, stream, kernel, block, params) }
-        },
-        host,
-    );
+    let kernel = runtime.kernel(kernel)?;
+    let config = LaunchConfig::new(1, block).on(stream);
+    // SAFETY: the caller vouches for the arguments.
+    let run = unsafe { kernel.launch_beside(config, args, host) };
     // A fault of the kernel shows here first (where launches block, in `run.launch`
     // too), and a failed launch next: the host's side then failed for them.
     stream.synchronize()?;
@@ -155,9 +137,7 @@ impl<'r> RoundTrips<'r> {
         let word = &self.line.host_words()[0];
         word.store(0, Ordering::Relaxed);
         let stream = self.runtime.new_stream()?;
-        let params = KernelParams::default()
-            .pointer(self.line.device_address())
-            .u32(rounds);
+        let args = KernelArgs::new().arg(&self.line).arg(rounds);
         let host = |kernel: &Beside<'_>| -> Result<Duration, DemoError> {
             let start = Instant::now();
             let mut polls = 0_u32;
@@ -180,7 +160,7 @@ impl<'r> RoundTrips<'r> {
             Ok(start.elapsed())
         };
         // SAFETY: `bus_raw_pingpong(u32*, u32)`; the line outlives the kernel.
-        let took = unsafe { beside(self.runtime, &stream, ("bus_raw_pingpong", 1), params, host) }?;
+        let took = unsafe { beside(self.runtime, &stream, ("bus_raw_pingpong", 1), args, host) }?;
         Ok(took / rounds.max(1))
     }
 
@@ -273,13 +253,13 @@ impl<'r> RoundTrips<'r> {
             Paths::Exclusive => "bus_pingpong",
             Paths::Shared => "bus_pingpong_shared",
         };
-        let params = KernelParams::default()
-            .pointer(device_address)
-            .u32(rounds)
-            .pointer(runtime.address(&failures));
+        let args = KernelArgs::new()
+            .arg(device_address)
+            .arg(rounds)
+            .arg(&failures);
         // SAFETY: `(channel*, u32, u32*)`; all outlive the kernel.
         let result = unsafe {
-            beside(runtime, &stream, (kernel, 1), params, |kernel| {
+            beside(runtime, &stream, (kernel, 1), args, |kernel| {
                 host(channel, kernel)
             })
         }?;
@@ -297,11 +277,11 @@ impl<'r> RoundTrips<'r> {
         let _gpu_words = runtime.attach_gpu_words(channel)?;
         let elapsed = runtime.zeros::<u64>(reps as usize)?;
         let stream = runtime.new_stream()?;
-        let params = KernelParams::default()
-            .pointer(device_address)
-            .u64(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
-            .u32(reps)
-            .pointer(runtime.address(&elapsed));
+        let args = KernelArgs::new()
+            .arg(device_address)
+            .arg(u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX))
+            .arg(reps)
+            .arg(&elapsed);
         let host = |kernel: &Beside<'_>| -> Result<(), DemoError> {
             let (mut outbox, mut inbox) = endpoints(channel)?;
             for _ in 0..reps {
@@ -311,7 +291,7 @@ impl<'r> RoundTrips<'r> {
             Ok(())
         };
         // SAFETY: `bus_host_wake`'s parameters; all outlive the kernel.
-        unsafe { beside(runtime, &stream, ("bus_host_wake", 1), params, host) }?;
+        unsafe { beside(runtime, &stream, ("bus_host_wake", 1), args, host) }?;
         let elapsed = runtime.download(&elapsed)?;
         if elapsed.contains(&u64::MAX) {
             return Err(DemoError::Wrong("the GPU timed out waiting for the host"));
@@ -355,11 +335,11 @@ pub fn managed_round_trip(runtime: &Gpu, rounds: u32) -> Result<Duration, DemoEr
         runtime.place_managed(CountingSemaphore::<{ scoped_sync::SEMAPHORE_MAX }>::new(0))?;
     let failures = runtime.zeros::<u32>(1)?;
     let stream = runtime.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(to_gpu.device_address())
-        .pointer(to_host.device_address())
-        .u32(rounds)
-        .pointer(runtime.address(&failures));
+    let args = KernelArgs::new()
+        .arg(&to_gpu)
+        .arg(&to_host)
+        .arg(rounds)
+        .arg(&failures);
     let host = |kernel: &Beside<'_>| -> Result<Duration, DemoError> {
         let start = Instant::now();
         for _ in 0..rounds {
@@ -369,7 +349,7 @@ pub fn managed_round_trip(runtime: &Gpu, rounds: u32) -> Result<Duration, DemoEr
         Ok(start.elapsed())
     };
     // SAFETY: `(sem*, sem*, u32, u32*)`; all outlive the kernel.
-    let took = unsafe { beside(runtime, &stream, ("bus_managed_pingpong", 1), params, host) }?;
+    let took = unsafe { beside(runtime, &stream, ("bus_managed_pingpong", 1), args, host) }?;
     if runtime.download(&failures)? != [0] {
         return Err(DemoError::Wrong("the managed ping-pong kernel timed out"));
     }
@@ -433,13 +413,13 @@ fn timed_phases(
     let copied = runtime.zeros::<u32>(phases as usize)?;
     let failures = runtime.zeros::<u32>(1)?;
     let stream = runtime.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(address)
-        .u32(phases)
-        .pointer(gpu_data.device_address())
-        .pointer(host_data.device_address())
-        .pointer(runtime.address(&copied))
-        .pointer(runtime.address(&failures));
+    let args = KernelArgs::new()
+        .arg(address)
+        .arg(phases)
+        .arg(&gpu_data)
+        .arg(&host_data)
+        .arg(&copied)
+        .arg(&failures);
     let host = |kernel: &Beside<'_>| -> Result<(Duration, bool), DemoError> {
         let mut late = false;
         let start = Instant::now();
@@ -451,7 +431,7 @@ fn timed_phases(
         Ok((start.elapsed(), late))
     };
     // SAFETY: the barrier-phase kernels' parameters; all outlive the kernel.
-    let (took, late) = unsafe { beside(runtime, &stream, (kernel, 1), params, host) }?;
+    let (took, late) = unsafe { beside(runtime, &stream, (kernel, 1), args, host) }?;
     let copied = runtime.download(&copied)?;
     if late || runtime.download(&failures)? != [0] || !copied.iter().copied().eq(1..=phases) {
         return Err(DemoError::Wrong("a barrier phase did not order the writes"));
@@ -465,15 +445,7 @@ pub fn launch_round_trip(runtime: &Gpu, rounds: u32) -> Result<Duration, DemoErr
     let kernel = runtime.kernel("bus_empty")?;
     let run = || -> Result<(), CudaError> {
         // SAFETY: `bus_empty()` takes nothing.
-        unsafe {
-            kernel.launch_ex(
-                &stream,
-                1,
-                1,
-                LaunchOptions::default(),
-                KernelParams::default(),
-            )
-        }?;
+        unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&stream), KernelArgs::new()) }?;
         stream.synchronize()
     };
     run()?;
@@ -519,13 +491,13 @@ pub fn persistent_worker(
     let outputs = runtime.mapped(ring * 2)?;
     let scratch = runtime.zeros::<u64>(2)?;
     let stream = runtime.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(channel.device_address())
-        .pointer(stop.device_address())
-        .pointer(inputs.device_address())
-        .pointer(outputs.device_address())
-        .u32(ring as u32)
-        .pointer(runtime.address(&scratch));
+    let args = KernelArgs::new()
+        .arg(&channel)
+        .arg(&stop)
+        .arg(&inputs)
+        .arg(&outputs)
+        .arg(ring as u32)
+        .arg(&scratch);
     let block = u64::from(threads);
     let answer_of = |item: u64| item * block * (block + 1) / 2;
     let (mut outbox, mut inbox) = endpoints(&channel)?;
@@ -559,7 +531,7 @@ pub fn persistent_worker(
             runtime,
             &stream,
             ("bus_persistent_worker", threads),
-            params,
+            args,
             host,
         )
     }?;

@@ -10,10 +10,10 @@
 
 use std::time::{Duration, Instant};
 
-use scoped_sync::cuda::beside::{launch_beside, Beside};
+use scoped_sync::cuda::beside::Beside;
 use scoped_sync::cuda::cudarc::driver::sys;
 use scoped_sync::cuda::{
-    CudaError, HostWait, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, PlacementError,
+    CudaError, HostWait, HostWaitError, KernelArgs, LaunchConfig, MappedBuffer, PlacementError,
     Stream, StreamMemOpError,
 };
 use scoped_sync::{BusWait, HandoffSemaphore, HostToGpu};
@@ -121,24 +121,19 @@ impl FlagPlacement {
 ///
 /// # Safety
 ///
-/// `params` match the kernel's parameters and outlive it (this waits for the stream
+/// `args` match the kernel's parameters and outlive it (this waits for the stream
 /// before it returns, also after a failure of `host`).
 unsafe fn beside<R>(
     gpu: &Gpu,
     stream: &Stream,
     (kernel, block): (&str, u32),
-    params: KernelParams,
+    args: KernelArgs<'_>,
     host: impl FnOnce(&Beside<'_>) -> Result<R>,
 ) -> Result<R> {
-    let run = launch_beside(
-        stream,
-        move || {
-            let kernel = gpu.kernel(kernel)?;
-            // SAFETY: the caller vouches for the parameters.
-            unsafe { kernel.launch_ex(stream, 1, block, LaunchOptions::default(), params) }
-        },
-        host,
-    );
+    let kernel = gpu.kernel(kernel)?;
+    let config = LaunchConfig::new(1, block).on(stream);
+    // SAFETY: the caller vouches for the arguments.
+    let run = unsafe { kernel.launch_beside(config, args, host) };
     stream.synchronize()?;
     run.launch?;
     run.host
@@ -210,12 +205,12 @@ pub fn flag_round_trips(
             } else {
                 gpu.place_managed(HandoffSemaphore::<HostToGpu>::new(0))?
             };
-            let params = KernelParams::default()
-                .pointer(work.device_address())
-                .pointer(answer.device_address())
-                .u32(rounds)
-                .u64(nanos(patience))
-                .pointer(gpu.address(&failures));
+            let args = KernelArgs::new()
+                .arg(&work)
+                .arg(&answer)
+                .arg(rounds)
+                .arg(nanos(patience))
+                .arg(&failures);
             let host = |kernel: &Beside<'_>| {
                 let mut producer = work
                     .producer()
@@ -226,7 +221,7 @@ pub fn flag_round_trips(
                 })
             };
             // SAFETY: `hd_answer_handoff(sem*, u64*, u32, u64, u32*)`; all outlive it.
-            unsafe { beside(gpu, &stream, ("hd_answer_handoff", 1), params, host) }?
+            unsafe { beside(gpu, &stream, ("hd_answer_handoff", 1), args, host) }?
         }
         FlagPlacement::DeviceCopy | FlagPlacement::DeviceStreamWrite => {
             // Not from the runtime's stream-ordered pool (`Runtime::zeros`): the driver
@@ -240,19 +235,19 @@ pub fn flag_round_trips(
                 sources.write_u64(round, round as u64 + 1);
             }
             let other = gpu.new_stream()?;
-            let params = KernelParams::default()
-                .pointer(flag_address)
-                .pointer(answer.device_address())
-                .u32(rounds)
-                .u64(nanos(patience))
-                .pointer(gpu.address(&failures));
+            let args = KernelArgs::new()
+                .arg(flag_address)
+                .arg(&answer)
+                .arg(rounds)
+                .arg(nanos(patience))
+                .arg(&failures);
             let host = |kernel: &Beside<'_>| {
                 timed_rounds(kernel, &answer, rounds, patience, |round| {
                     set_device_flag(placement, &other, flag_address, &sources, round)
                 })
             };
             // SAFETY: `hd_answer_word(u64*, u64*, u32, u64, u32*)`; all outlive it.
-            let took = unsafe { beside(gpu, &stream, ("hd_answer_word", 1), params, host) };
+            let took = unsafe { beside(gpu, &stream, ("hd_answer_word", 1), args, host) };
             other.synchronize()?;
             took?
         }
@@ -340,14 +335,14 @@ pub fn gated_round_trips(
     let result = (|| {
         for round in 1..=u64::from(rounds) {
             stream.wait_released(&work, round)?;
-            let params = KernelParams::default()
-                .pointer(words.device_address() + 16)
-                .pointer(words.device_address() + 24)
-                .pointer(words.device_address())
-                .u64(round);
+            let args = KernelArgs::new()
+                .arg(words.device_address() + 16)
+                .arg(words.device_address() + 24)
+                .arg(&words)
+                .arg(round);
             // SAFETY: `hd_gated_ack(u32*, u32*, u64*, u64)`; the buffer outlives it
             // (the stream is synchronized below before anything drops).
-            unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+            unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&stream), args) }?;
             idle(&stream, settle)?;
             words.host_words()[4].store(round as u32, std::sync::atomic::Ordering::Relaxed);
             let start = Instant::now();
@@ -385,12 +380,12 @@ pub fn spinning_round_trips(
     let answer = gpu.mapped(2)?;
     let failures = gpu.zeros::<u32>(1)?;
     let stream = gpu.new_stream()?;
-    let params = KernelParams::default()
-        .pointer(work.device_address())
-        .pointer(answer.device_address())
-        .u32(rounds)
-        .u64(nanos(patience + settle))
-        .pointer(gpu.address(&failures));
+    let args = KernelArgs::new()
+        .arg(&work)
+        .arg(&answer)
+        .arg(rounds)
+        .arg(nanos(patience + settle))
+        .arg(&failures);
     let host = |kernel: &Beside<'_>| {
         let mut producer = work
             .producer()
@@ -410,7 +405,7 @@ pub fn spinning_round_trips(
         Ok(took)
     };
     // SAFETY: `hd_answer_handoff(sem*, u64*, u32, u64, u32*)`; all outlive it.
-    let took = unsafe { beside(gpu, &stream, ("hd_answer_handoff", 1), params, host) }?;
+    let took = unsafe { beside(gpu, &stream, ("hd_answer_handoff", 1), args, host) }?;
     if gpu.download(&failures)? != [0] {
         return Err(DemoError::Wrong("the spinning kernel gave up").into());
     }

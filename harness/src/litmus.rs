@@ -9,7 +9,7 @@
 
 use std::sync::LazyLock;
 
-use scoped_sync::cuda::{CudaError, Dim3, Kernel, KernelParams, LaunchOptions};
+use scoped_sync::cuda::{CudaError, Dim3, Kernel, KernelArgs, LaunchConfig};
 
 use crate::Gpu;
 
@@ -690,45 +690,37 @@ pub fn run_with(
     let registers = runtime.zeros::<u32>(slots * REGISTERS)?;
     let stress_lines = runtime.zeros::<u32>(threads.max(STRESS_LINES) * LINE_WORDS)?;
     let histogram = runtime.zeros::<u64>(OUTCOMES)?;
-    let params = |launch_seed: u32| {
-        KernelParams::default()
-            .u32(case.variant)
-            .u32(case.placement.code())
-            .u32(ROUNDS)
-            .u32(launch_seed)
-            .u32(JITTER)
-            .u32(stress.code())
-            .u32(per_round)
-            .pointer(runtime.address(&memory))
-            .pointer(runtime.address(&registers))
-            .pointer(runtime.address(&stress_lines))
-            .pointer(runtime.address(&histogram))
+    let args = |launch_seed: u32| {
+        KernelArgs::new()
+            .grid_barrier()
+            .arg(case.variant)
+            .arg(case.placement.code())
+            .arg(ROUNDS)
+            .arg(launch_seed)
+            .arg(JITTER)
+            .arg(stress.code())
+            .arg(per_round)
+            .arg(&memory)
+            .arg(&registers)
+            .arg(&stress_lines)
+            .arg(&histogram)
     };
-    let stream = runtime.default_stream();
     let per_launch = u64::from(per_round) * u64::from(ROUNDS);
     let launches = instances.div_ceil(per_launch).max(1);
     let mut cooperative = true;
     for launch in 0..launches {
         let launch_seed = seed ^ (launch as u32).wrapping_mul(0x9e37_79b9);
-        let options = |cooperative| LaunchOptions {
+        let config = |cooperative| LaunchConfig {
             cluster: geometry.cluster.map(Dim3::x),
             cooperative,
-            ..LaunchOptions::default()
+            ..LaunchConfig::new(geometry.blocks, BLOCK)
         };
         // SAFETY: the litmus kernels take a `Grid`, then (variant, placement, rounds,
         // seed, jitter, stress mode, slots: u32; memory, registers, stress: u32*;
         // histogram: u64*), sized as the kernel needs for `per_round` instance slots
         // and `blocks × BLOCK` threads (powers of two, clusters of `CLUSTER`), all on
-        // this one stream.
-        let launched = unsafe {
-            kernel.launch_grid_ex(
-                &stream,
-                geometry.blocks,
-                BLOCK,
-                options(cooperative),
-                params(launch_seed),
-            )
-        };
+        // this one stream (the runtime's).
+        let launched = unsafe { kernel.launch(config(cooperative), args(launch_seed)) };
         match launched {
             // Cooperative launches in clusters are a newer driver path; where the
             // driver refuses one, run without the guarantee: the grid is sized so that
@@ -736,15 +728,7 @@ pub fn run_with(
             Err(CudaError::Driver { .. }) if launch == 0 && geometry.cluster.is_some() => {
                 cooperative = false;
                 // SAFETY: as above.
-                unsafe {
-                    kernel.launch_grid_ex(
-                        &stream,
-                        geometry.blocks,
-                        BLOCK,
-                        options(cooperative),
-                        params(launch_seed),
-                    )
-                }?;
+                unsafe { kernel.launch(config(cooperative), args(launch_seed)) }?;
             }
             other => other?,
         }

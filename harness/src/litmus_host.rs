@@ -12,7 +12,9 @@
 //! handshake and how the GPU paces its warps to meet the host). The kernel is launched
 //! from a thread of its own: under `CUDA_LAUNCH_BLOCKING=1` a launch returns only when
 //! the kernel ends, and this kernel runs only while the host plays beside it
-//! ([`launch_beside`]).
+//! ([`Kernel::launch_beside`]).
+//!
+//! [`Kernel::launch_beside`]: scoped_sync::cuda::Kernel::launch_beside
 //!
 //! Waits are bounded: the host waits for the GPU through [`Beside::wait`] (a
 //! [`HostWait`](scoped_sync::cuda::HostWait): stream queries for forward progress, and a kernel
@@ -25,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use sync_shared::bus::BusWait;
 
-use scoped_sync::cuda::beside::{launch_beside, Beside};
+use scoped_sync::cuda::beside::Beside;
 use scoped_sync::cuda::{
-    CorePin, CudaError, HostWaitError, KernelParams, LaunchOptions, MappedBuffer, Stream,
+    CorePin, CudaError, HostWaitError, KernelArgs, LaunchConfig, MappedBuffer, Stream,
 };
 
 use crate::Gpu;
@@ -426,17 +428,17 @@ pub fn run(
             }
             _ => return Err(CudaError::Measurement("litmus_host: too many batches")),
         };
-        let params = KernelParams::default()
-            .u32(case.variant)
-            .u32(first32)
-            .u32(count32)
-            .u32(seed ^ first32.wrapping_mul(0x9e37_79b9))
-            .u32(spread)
-            .pointer(memory.control.device_address())
-            .pointer(memory.locations.device_address())
-            .pointer(memory.results.device_address())
-            .pointer(runtime.address(&failures));
-        launch_and_play(runtime, &stream, &mut host, params, first32, count32)?;
+        let args = KernelArgs::new()
+            .arg(case.variant)
+            .arg(first32)
+            .arg(count32)
+            .arg(seed ^ first32.wrapping_mul(0x9e37_79b9))
+            .arg(spread)
+            .arg(&memory.control)
+            .arg(&memory.locations)
+            .arg(&memory.results)
+            .arg(&failures);
+        launch_and_play(runtime, &stream, &mut host, args, first32, count32)?;
         first += count;
     }
     if runtime.download(&failures)? != [0] {
@@ -452,12 +454,14 @@ pub fn run(
 }
 
 /// One launch of `count` batches from `first`: the kernel launched beside the host's
-/// role (see [`launch_beside`]), which plays on this thread.
+/// role (see [`Kernel::launch_beside`]), which plays on this thread.
+///
+/// [`Kernel::launch_beside`]: scoped_sync::cuda::Kernel::launch_beside
 fn launch_and_play(
     runtime: &Gpu,
     stream: &Stream,
     host: &mut HostSide<'_>,
-    params: KernelParams,
+    args: KernelArgs<'_>,
     first: u32,
     count: u32,
 ) -> Result<(), CudaError> {
@@ -467,18 +471,14 @@ fn launch_and_play(
     for block in 0..GRID as usize {
         memory.ready(block).store(0, Ordering::Relaxed);
     }
-    let kernel_name = host.case.shape.kernel();
-    let run = launch_beside(
-        stream,
-        || {
-            let kernel = runtime.kernel(kernel_name)?;
-            // SAFETY: the litmus_host kernels take (variant, first, batches, seed,
-            // spread: u32; control, locations, results: mapped u32*; failures: device
-            // u32*), as `params` holds; the memory outlives the kernel (the stream is
-            // synchronized below, and the buffers outlive this call).
-            unsafe { kernel.launch_ex(stream, GRID, BLOCK, LaunchOptions::default(), params) }
-        },
-        |kernel| {
+    let kernel = runtime.kernel(host.case.shape.kernel())?;
+    let config = LaunchConfig::new(GRID, BLOCK).on(stream);
+    // SAFETY: the litmus_host kernels take (variant, first, batches, seed, spread: u32;
+    // control, locations, results: mapped u32*; failures: device u32*), as `args`
+    // holds; the memory outlives the kernel (the stream is synchronized below, and the
+    // buffers outlive this call).
+    let run = unsafe {
+        kernel.launch_beside(config, args, |kernel| {
             // The host's loop times set the GPU's pace: keep this thread on one core
             // while it plays. Pinned only now, after the launching thread was spawned:
             // a thread inherits its creator's affinity, and where launches block that
@@ -491,8 +491,8 @@ fn launch_and_play(
                 memory.go().store(ABORT, Ordering::Release);
             }
             played
-        },
-    );
+        })
+    };
     // The kernel ends: it finished its batches, saw `ABORT`, or gave up on the host.
     let ended = stream.synchronize();
     // The launch's own error (a refused launch, a fault) explains a failed wait best.

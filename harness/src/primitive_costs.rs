@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use scoped_sync::cuda::{CudaError, Kernel, PushKernelArg};
+use scoped_sync::cuda::{CudaError, Kernel, KernelArgs, LaunchConfig};
 
 use crate::Gpu;
 use scoped_sync::{Barrier, CountingSemaphore, Latch};
@@ -240,24 +240,27 @@ fn time_launch(
     let elapsed = match launch {
         // SAFETY: the plain cost kernels take (u32, u32 pointer).
         Launch::Plain | Launch::OneBlock => runtime.gpu_time(|| unsafe {
-            kernel.launch(grid, block, |args| {
-                args.arg(&iterations).arg(&sink);
-            })
+            kernel.launch(
+                LaunchConfig::new(grid, block),
+                KernelArgs::new().arg(iterations).arg(&sink),
+            )
         })?,
         // SAFETY: `cost_grid_sync` takes (Grid, u32, u32 pointer).
         Launch::Grid | Launch::CrowdedGrid => runtime.gpu_time(|| unsafe {
-            kernel.launch_grid(grid, block, |args| {
-                args.arg(&iterations).arg(&sink);
-            })
+            kernel.launch(
+                LaunchConfig::new(grid, block).cooperative(),
+                KernelArgs::new().grid_barrier().arg(iterations).arg(&sink),
+            )
         })?,
         Launch::DeviceBarrier => {
             let barrier = runtime.upload_object(&Barrier::new(grid * block))?;
             // SAFETY: the device barrier kernels take (barrier pointer, u32, u32
             // pointer); the barrier expects every thread of the launch.
             runtime.gpu_time(|| unsafe {
-                kernel.launch(grid, block, |args| {
-                    args.arg(&barrier).arg(&iterations).arg(&sink);
-                })
+                kernel.launch(
+                    LaunchConfig::new(grid, block),
+                    KernelArgs::new().arg(&barrier).arg(iterations).arg(&sink),
+                )
             })?
         }
         Launch::DeviceLatch => {
@@ -270,9 +273,10 @@ fn time_launch(
             // SAFETY: `cost_device_latch` takes (pointer to three latches, u32, u32
             // pointer); the latches expect every thread of the launch.
             runtime.gpu_time(|| unsafe {
-                kernel.launch(grid, block, |args| {
-                    args.arg(&latches).arg(&iterations).arg(&sink);
-                })
+                kernel.launch(
+                    LaunchConfig::new(grid, block),
+                    KernelArgs::new().arg(&latches).arg(iterations).arg(&sink),
+                )
             })?
         }
         Launch::PingPong => {
@@ -281,9 +285,10 @@ fn time_launch(
             let both = runtime.upload_object(&semaphores)?;
             // SAFETY: `cost_semaphore_ping_pong` takes (pointer to two semaphores, u32).
             runtime.gpu_time(|| unsafe {
-                kernel.launch(grid, block, |args| {
-                    args.arg(&both).arg(&iterations);
-                })
+                kernel.launch(
+                    LaunchConfig::new(grid, block),
+                    KernelArgs::new().arg(&both).arg(iterations),
+                )
             })?
         }
     };

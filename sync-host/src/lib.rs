@@ -69,7 +69,7 @@ pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Host>;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{HostWait, KernelArgs, LaunchConfig, Runtime};
 /// use sync_host::HandoffChannel;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -77,9 +77,9 @@ pub type HandoffSemaphore<D> = sync_shared::bus::HandoffSemaphore<D, Host>;
 /// let module = runtime.load_file("my-kernels.ptx")?;
 /// let stream = runtime.new_stream()?;
 /// let channel = runtime.place_mapped(HandoffChannel::new(0, 0))?;
-/// let params = KernelParams::new().pointer(channel.device_address());
+/// let args = KernelArgs::new().arg(&channel);
 /// // SAFETY: `echo` takes the channel's address; `channel` outlives the kernel.
-/// unsafe { module.kernel("echo")?.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// unsafe { module.kernel("echo")?.launch(LaunchConfig::new(1, 1).on(&stream), args) }?;
 /// let (mut to_gpu, mut from_gpu) = (channel.producer().unwrap(), channel.consumer().unwrap());
 /// for _ in 0..100 {
 ///     to_gpu.release(1);
@@ -97,7 +97,7 @@ pub type HandoffChannel = sync_shared::bus::HandoffChannel<Host>;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{HostWait, KernelArgs, LaunchConfig, Runtime};
 /// use sync_host::BusLatch;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -105,9 +105,9 @@ pub type HandoffChannel = sync_shared::bus::HandoffChannel<Host>;
 /// let module = runtime.load_file("my-kernels.ptx")?;
 /// let stream = runtime.new_stream()?;
 /// let latch = runtime.place_mapped(BusLatch::new(64))?;
-/// let params = KernelParams::new().pointer(latch.device_address());
+/// let args = KernelArgs::new().arg(&latch);
 /// // SAFETY: `ready` takes the latch's address; `latch` outlives the kernel.
-/// unsafe { module.kernel("ready")?.launch_ex(&stream, 1, 64, LaunchOptions::default(), params) }?;
+/// unsafe { module.kernel("ready")?.launch(LaunchConfig::new(1, 64).on(&stream), args) }?;
 /// latch.wait(HostWait::on(&stream).timeout(Duration::from_secs(1)))?;
 /// assert_eq!(latch.counted(), 64);
 /// # Ok(())
@@ -122,7 +122,7 @@ pub type BusLatch = sync_shared::bus::BusLatch<Host>;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{HostWait, KernelArgs, LaunchConfig, Runtime};
 /// use sync_host::BusBarrier;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -130,9 +130,9 @@ pub type BusLatch = sync_shared::bus::BusLatch<Host>;
 /// let module = runtime.load_file("my-kernels.ptx")?;
 /// let stream = runtime.new_stream()?;
 /// let barrier = runtime.place_mapped(BusBarrier::new(1, 1))?;
-/// let params = KernelParams::new().pointer(barrier.device_address());
+/// let args = KernelArgs::new().arg(&barrier);
 /// // SAFETY: `lockstep` takes the barrier's address; `barrier` outlives the kernel.
-/// unsafe { module.kernel("lockstep")?.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// unsafe { module.kernel("lockstep")?.launch(LaunchConfig::new(1, 1).on(&stream), args) }?;
 /// for _ in 0..1000 {
 ///     barrier.arrive_and_wait(HostWait::on(&stream).timeout(Duration::from_secs(1)))?;
 /// }
@@ -148,7 +148,7 @@ pub type BusBarrier = sync_shared::bus::BusBarrier<Host>;
 ///
 /// ```no_run
 /// use std::time::Duration;
-/// use sync_host::cuda::{HostWait, KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{HostWait, KernelArgs, LaunchConfig, Runtime};
 /// use sync_host::BusStopSource;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -156,9 +156,9 @@ pub type BusBarrier = sync_shared::bus::BusBarrier<Host>;
 /// let module = runtime.load_file("my-kernels.ptx")?;
 /// let stream = runtime.new_stream()?;
 /// let stop = runtime.place_mapped(BusStopSource::new())?;
-/// let params = KernelParams::new().pointer(stop.device_address());
+/// let args = KernelArgs::new().arg(&stop);
 /// // SAFETY: `serve` takes the stop source's address; `stop` outlives the kernel.
-/// unsafe { module.kernel("serve")?.launch_ex(&stream, 132, 128, LaunchOptions::default(), params) }?;
+/// unsafe { module.kernel("serve")?.launch(LaunchConfig::new(132, 128).on(&stream), args) }?;
 /// std::thread::sleep(Duration::from_millis(10));
 /// assert!(stop.request_stop());
 /// stream.synchronize()?; // the kernel saw the request and returned

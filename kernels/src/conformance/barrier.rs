@@ -493,7 +493,7 @@ fn timeout_then_complete<B: PhaseBarrier>(barrier: &B, ctx: &Ctx) {
 }
 
 /// The device barrier under stress: `rounds` phases of a `Barrier<Device>` without
-/// completion in global memory, shared by the whole grid (launch_grid), arriving in
+/// completion in global memory, shared by the whole grid (a grid-barrier launch), arriving in
 /// turn with `arrive_and_wait`, split arrive/wait and whole-block arrivals. Each
 /// phase every thread writes the phase number to its slot before arriving, and
 /// afterwards checks the slots of a thread in another block (a write before the
@@ -647,7 +647,7 @@ fn barrier_phases<S: PtxScope>(
     }
 }
 
-/// [`barrier_phases`] at device scope. Launched with `launch_grid`, parameters
+/// [`barrier_phases`] at device scope. Launched with its grid barrier first, then
 /// `(object, slots, phases, report)`.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_barrier_phases_device(
@@ -680,7 +680,7 @@ pub unsafe extern "gpu-kernel" fn conf_barrier_phases_system(
 /// on over-arrival and the other never complete). `phases` phases, each checking the
 /// same thread of the next block, which is on the same barrier. Both barriers are built
 /// in `objects` by thread 0 of the grid, each expecting half the grid. Launched with
-/// `launch_grid` (blocks of whole warps), parameters `(objects, slots, phases,
+/// its grid barrier first (blocks of whole warps), then `(objects, slots, phases,
 /// report)`; phase `p` writes buffer `p % 2` of `slots` (two words per thread).
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_barrier_lanes_apart_device(

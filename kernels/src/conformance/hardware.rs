@@ -45,7 +45,7 @@ fn cluster_value(rank: u32, thread: u32, phase: u32) -> u32 {
 /// and each thread reads its counterpart's value in two other blocks through
 /// [`map_to_block`]. The completion counts into `counters[cluster]`, which every thread
 /// checks (it ends at `(phases + 1) / 3`). Blocks of at most [`CLUSTER_BLOCK_MAX`]
-/// threads. Launched with `launch_ex` (clusters), parameters `(counters, report,
+/// threads. Launched in clusters, parameters `(counters, report,
 /// phases)`.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_cluster_barrier(
@@ -104,8 +104,8 @@ pub unsafe extern "gpu-kernel" fn conf_cluster_barrier(
 /// [`Grid::sync`] at scale: `phases` grid barriers; in phase `p` every thread writes `p`
 /// to its slot of buffer `p % 2` (`slots` holds two buffers of one word per thread),
 /// syncs, then checks `grid.phase() == p` and the slots of the same thread in the next
-/// block and of the thread half the grid away. Launched with `launch_grid`, parameters
-/// `(slots, phases, report)`.
+/// block and of the thread half the grid away. Launched with its grid barrier first,
+/// then `(slots, phases, report)`.
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn conf_grid_sync(
     mut grid: Grid,

@@ -503,7 +503,7 @@ macro_rules! matrix {
     };
 
     (@kernel grid_global, $kernel:ident, $object:ident, $scope:ident, $new:ident, $check:ident, $what:literal) => {
-        #[doc = concat!($what, " `", stringify!($scope), "` scope, object in global memory, team = the whole grid (launch_grid).")]
+        #[doc = concat!($what, " `", stringify!($scope), "` scope, object in global memory, team = the whole grid (its grid barrier first).")]
         #[no_mangle]
         pub unsafe extern "gpu-kernel" fn $kernel(
             mut grid: Grid,

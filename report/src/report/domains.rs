@@ -9,7 +9,7 @@
 //! domain gives the fences.
 
 use harness::Gpu;
-use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, MemSyncDomain};
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MemSyncDomain};
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -45,29 +45,21 @@ fn fence_cycles_beside_writer(
     let writer_blocks = (runtime.sm_count()? / 2).max(1);
     let mut best = u64::MAX;
     for _ in 0..repetitions.max(1) {
-        let writer_params = KernelParams::default()
-            .pointer(mapped.device_address())
-            .u32(MAPPED_WORDS)
-            .u32(WRITER_ROUNDS);
-        let fence_params = KernelParams::default()
-            .u32(FENCES)
-            .pointer(runtime.address(&cycles))
-            .pointer(runtime.address(&words));
+        let writer_args = KernelArgs::new()
+            .arg(&mapped)
+            .arg(MAPPED_WORDS)
+            .arg(WRITER_ROUNDS);
+        let fence_args = KernelArgs::new().arg(FENCES).arg(&cycles).arg(&words);
+        let writer_config = LaunchConfig::new(writer_blocks, WRITER_BLOCK)
+            .on(&writer_stream)
+            .domain(domain);
+        let fence_config = LaunchConfig::new(1, 1).on(&fence_stream);
         // SAFETY: stream_writes takes (u32 pointer, u32, u32) and cost_fence_device
         // (u32, u64 pointer, u32 pointer); every buffer outlives both kernels (the
         // streams are synchronized below, before they drop).
         unsafe {
-            writer.launch_ex(
-                &writer_stream,
-                writer_blocks,
-                WRITER_BLOCK,
-                LaunchOptions {
-                    domain,
-                    ..LaunchOptions::default()
-                },
-                writer_params,
-            )?;
-            fence.launch_ex(&fence_stream, 1, 1, LaunchOptions::default(), fence_params)?;
+            writer.launch(writer_config, writer_args)?;
+            fence.launch(fence_config, fence_args)?;
         }
         fence_stream.synchronize()?;
         // The figure only means something if the writer was still streaming when the

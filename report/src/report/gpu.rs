@@ -4,7 +4,7 @@
 //! figures beside them.
 
 use harness::Gpu;
-use scoped_sync::cuda::{CudaError, PushKernelArg};
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig};
 
 use super::measure::Plan;
 use super::progress::Progress;
@@ -68,17 +68,14 @@ pub fn measure(runtime: &Gpu, plan: Plan, progress: &mut Progress) -> Result<Vec
             let cycles = runtime.zeros::<u64>(1)?;
             let mut per_launch = Vec::new();
             for launch in 0..=plan.repetitions.max(1) {
+                let args = if primitive == "atomic" {
+                    KernelArgs::new().arg(&words).arg(iterations).arg(&cycles)
+                } else {
+                    KernelArgs::new().arg(iterations).arg(&cycles).arg(&words)
+                };
                 // SAFETY: the cost kernels take (u32 pointer, u32, u64 pointer) — chain —
-                // or (u32, u64 pointer, u32 pointer) — fence — as pushed here.
-                unsafe {
-                    kernel.launch(1, 1, |args| {
-                        if primitive == "atomic" {
-                            args.arg(&words).arg(&iterations).arg(&cycles);
-                        } else {
-                            args.arg(&iterations).arg(&cycles).arg(&words);
-                        }
-                    })
-                }?;
+                // or (u32, u64 pointer, u32 pointer) — fence — as passed here.
+                unsafe { kernel.launch(LaunchConfig::new(1, 1), args) }?;
                 let measured = runtime.download(&cycles)?[0];
                 if launch > 0 {
                     per_launch.push(measured as f64 / f64::from(iterations));

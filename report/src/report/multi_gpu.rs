@@ -9,7 +9,7 @@
 use std::io::{self, Write};
 
 use harness::Gpu;
-use scoped_sync::cuda::{CudaError, KernelParams, LaunchOptions, MultiGrid, PeerMemory};
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, PeerMemory};
 use scoped_sync::{GpuToGpu, HandoffSemaphore};
 
 /// Barrier phases per launch, as the anchor.
@@ -103,12 +103,8 @@ fn barrier_phase_ns(
         gpus[1].kernel("multi_grid_timed")?,
     ];
     let elapsed = [gpus[0].zeros::<u64>(1)?, gpus[1].zeros::<u64>(1)?];
-    let params = (0..2)
-        .map(|i| {
-            KernelParams::new()
-                .u32(PHASES)
-                .pointer(gpus[i].address(&elapsed[i]))
-        })
+    let args = (0..2)
+        .map(|i| KernelArgs::new().arg(PHASES).arg(&elapsed[i]))
         .collect();
     // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` on both GPUs, the same
     // grid; `elapsed` outlives the kernels (synchronized below); each party arrives
@@ -116,9 +112,8 @@ fn barrier_phase_ns(
     let parties = unsafe {
         barrier.launch_with_host_parties(
             &[&kernels[0], &kernels[1]],
-            blocks,
-            threads,
-            params,
+            LaunchConfig::new(blocks, threads),
+            args,
             |mut party| (0..PHASES).all(|_| party.arrive_and_wait(PATIENCE).is_ok()),
         )
     }?;
@@ -148,17 +143,22 @@ fn round_trip_ns(gpus: [&Gpu; 2], spin: bool) -> Result<f64, Box<dyn std::error:
                 scope.spawn(move || -> Result<(), CudaError> {
                     let kernel = gpu.kernel("peer_ping_pong")?;
                     let stream = gpu.default_stream();
-                    let params = KernelParams::new()
-                        .pointer(inboxes[1 - i].device_address())
-                        .pointer(inboxes[i].device_address())
-                        .u32(u32::from(i == 0))
-                        .u32(ROUND_TRIPS)
-                        .u32(u32::from(spin))
-                        .pointer(if i == 0 { gpu.address(elapsed) } else { 0 });
+                    let args = KernelArgs::new()
+                        .arg(&inboxes[1 - i])
+                        .arg(&inboxes[i])
+                        .arg(u32::from(i == 0))
+                        .arg(ROUND_TRIPS)
+                        .arg(u32::from(spin));
+                    // GPU 0 times the round trips; GPU 1 gets a null `elapsed`.
+                    let args = if i == 0 {
+                        args.arg(elapsed)
+                    } else {
+                        args.arg(0_u64)
+                    };
                     // SAFETY: `peer_ping_pong(outgoing, incoming, first, rounds, spin,
                     // elapsed)`; the semaphores and `elapsed` outlive the kernel
                     // (synchronized here); GPU 1 never writes `elapsed`.
-                    unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+                    unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&stream), args) }?;
                     stream.synchronize()
                 })
             })

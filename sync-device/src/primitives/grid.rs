@@ -8,8 +8,8 @@ use crate::protocols::grid_arrival::{self, Arrival};
 use crate::ptx::geometry::{block_count, block_index, global_thread_count, global_thread_index};
 
 /// The grid of a cooperative launch, with its barrier. A kernel gets one only as a
-/// parameter filled in by the host's cooperative launch
-/// (`scoped_sync::cuda::Kernel::launch_grid`), which checks that every block is
+/// parameter filled in by the host's launch
+/// (`scoped_sync::cuda::KernelArgs::grid_barrier`), which checks that every block is
 /// co-resident: there is no way to build one inside a kernel, so a grid barrier
 /// cannot exist in a launch where it would deadlock.
 ///

@@ -210,7 +210,7 @@ pub fn is_shared<T>(address: *const T) -> bool {
 core::arch::global_asm!(".extern .shared .align 16 .b8 scoped_sync_dynamic_shared[];");
 
 /// The block's dynamic shared memory: the bytes the host asked for at launch
-/// (`LaunchOptions::shared_memory_bytes`, `Kernel::launch_on`), 16-byte aligned, as a
+/// (`LaunchConfig::shared_memory` on the host), 16-byte aligned, as a
 /// generic pointer; [`dynamic_shared_bytes`](crate::dynamic_shared_bytes) says how
 /// many. Counterpart: `extern __shared__ T buffer[];` in CUDA C++.
 ///

@@ -1,5 +1,5 @@
-//! [`launch_beside`]: a kernel and the host's side of its work, at the same time, also
-//! where launches block.
+//! [`launch_beside`](super::Kernel::launch_beside): a kernel and the host's side of its
+//! work, at the same time, also where launches block.
 //!
 //! A kernel that the host feeds while it runs (a persistent worker, a ping-pong, a
 //! latch or barrier with host participants) needs a host thread working beside it.
@@ -8,9 +8,9 @@
 //! `CUDA_DEVICE_MAX_CONNECTIONS=1`, the check of forward progress that the CUDA
 //! execution model suggests) a launch returns when its kernel ends, which never comes:
 //! the kernel waits for the host, and the host waits in the launch. So
-//! [`launch_beside`] launches from a helper thread and plays the host's side on the
-//! calling thread, which keeps what its caller set up for it (a
-//! [`CorePin`](super::CorePin), say).
+//! [`launch_beside`](super::Kernel::launch_beside) launches from a helper thread and
+//! plays the host's side on the calling thread, which keeps what its caller set up for
+//! it (a [`CorePin`](super::CorePin), say).
 //!
 //! The host's side waits through the [`Beside`] it is handed, not through a bare
 //! [`HostWait::on`] the stream. A bare wait takes an idle stream for a kernel that has
@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{CudaError, HostWait, Stream};
 
-/// The kernel that [`launch_beside`] launches, as the host's side sees it: waits for
-/// what it releases, and whether it may still run.
+/// The kernel that [`launch_beside`](super::Kernel::launch_beside) launches, as the
+/// host's side sees it: waits for what it releases, and whether it may still run.
 #[derive(Clone, Copy)]
 pub struct Beside<'a> {
     stream: &'a Stream,
@@ -62,8 +62,8 @@ impl<'a> Beside<'a> {
     }
 }
 
-/// What [`launch_beside`] ran: what the host's side returned, and how the launch call
-/// ended.
+/// What [`launch_beside`](super::Kernel::launch_beside) ran: what the host's side
+/// returned, and how the launch call ended.
 #[derive(Debug)]
 #[must_use]
 pub struct Outcome<R> {
@@ -76,53 +76,9 @@ pub struct Outcome<R> {
     pub launch: Result<(), CudaError>,
 }
 
-/// Runs `launch` on a helper thread and `host` on the calling thread at the same time;
-/// returns when both have returned.
-///
-/// `launch` queues on `stream` the kernel that `host` feeds. `host` waits for the
-/// kernel through the [`Beside`] it gets (its [`wait`](Beside::wait)s, or
-/// [`is_running`](Beside::is_running) in a loop of its own), and must let the kernel
-/// end on every path, failures included (a persistent kernel's stop request, say): the
-/// helper thread is joined before this returns, and where launches block it waits in
-/// the launch call until the kernel ends. If the launch fails, `host`'s waits end with
-/// [`HostWaitError::KernelFinished`](super::HostWaitError::KernelFinished) (no kernel
-/// will release), and [`Outcome::launch`] has the error.
-///
-/// Waiting for the kernel to end is left to the caller ([`Stream::synchronize`]), who
-/// may still want the stream's results.
-///
-/// The helper thread inherits the calling thread's CPU affinity. Where launches block
-/// it waits inside the launch call for the whole kernel (spinning, by the driver's
-/// default), so a host's side that must keep a core to itself pins it inside `host`
-/// ([`CorePin`](super::CorePin)); a pin taken before only shares that core with the
-/// waiting launch, which slows the host's side there but cannot stop it.
-///
-/// # Panics
-///
-/// Resumes a panic of `host`, or else of `launch`, once both threads are done.
-///
-/// # Examples
-///
-/// ```no_run
-/// # use sync_host::cuda::beside::launch_beside;
-/// # use sync_host::cuda::{KernelParams, LaunchOptions, Module, Runtime};
-/// # fn demo(runtime: &Runtime, module: &Module, results: &sync_host::HandoffSemaphore<sync_host::GpuToHost>, params: KernelParams) -> Result<(), Box<dyn std::error::Error>> {
-/// let stream = runtime.new_stream()?;
-/// let run = launch_beside(
-///     &stream,
-///     || {
-///         let kernel = module.kernel("bus_release_stress")?;
-///         // SAFETY: `params` match the kernel and outlive it.
-///         unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }
-///     },
-///     |kernel| results.acquire(kernel.wait()),
-/// );
-/// stream.synchronize()?;
-/// run.launch?;
-/// let unit = run.host?;
-/// # let _ = unit; Ok(()) }
-/// ```
-pub fn launch_beside<R>(
+/// Runs `launch` (which queues the kernel on `stream`) on a helper thread and `host` on
+/// the calling thread at the same time; returns when both have returned.
+pub(super) fn run_beside<R>(
     stream: &Stream,
     launch: impl FnOnce() -> Result<(), CudaError> + Send,
     host: impl FnOnce(&Beside<'_>) -> R,

@@ -1,17 +1,18 @@
-//! Cooperative launches that hand the kernel its grid barrier (`sync_device::Grid`).
+//! The grid barrier a launch hands a kernel (`sync_device::Grid`): its words, zeroed
+//! before each launch in stream order.
 
-use cudarc::driver::{sys, CudaSlice, DeviceRepr, LaunchArgs, PushKernelArg};
+use cudarc::driver::{sys, CudaSlice, DeviceRepr};
 use sync_shared::layout::grid;
 
-use super::{CudaError, Dim3, Kernel, KernelParams, LaunchOptions, Stream};
+use super::{CudaError, Dim3, Kernel};
 
 /// The host's image of `sync_device::Grid`: the barrier words' device address and
-/// the thread's phase count (zero at launch). Only [`Kernel::launch_grid`] and
-/// [`Kernel::launch_grid_ex`] make one, so only a launch whose blocks are all
-/// co-resident hands a kernel a grid barrier.
+/// the thread's phase count (zero at launch). Only a launch with
+/// [`KernelArgs::grid_barrier`](super::KernelArgs::grid_barrier) makes one, and it
+/// refuses a grid whose blocks cannot all be co-resident.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
-struct GridParam {
+pub(super) struct GridParam {
     arrivals: u64,
     phase: u32,
     reserved: u32,
@@ -22,9 +23,9 @@ struct GridParam {
 unsafe impl DeviceRepr for GridParam {}
 
 impl GridParam {
-    /// The parameter as `KernelParams` words: 16 bytes, little-endian (the pointer,
+    /// The parameter as the launch's 8-byte words: 16 bytes, little-endian (the pointer,
     /// then `phase` and `reserved` in the second word's low and high halves).
-    fn words(&self) -> [u64; 2] {
+    pub(super) fn words(&self) -> [u64; 2] {
         [
             self.arrivals,
             u64::from(self.phase) | u64::from(self.reserved) << 32,
@@ -43,123 +44,6 @@ pub(super) struct GridBarrier {
 }
 
 impl Kernel {
-    /// A cooperative launch of a kernel whose first parameter is a
-    /// `sync_device::Grid`: the launch zeroes the kernel's grid-barrier words (in stream
-    /// order, so back-to-back launches each start from zero) and passes it, then `args`
-    /// pushes the remaining parameters. Refuses a grid larger than
-    /// [`max_coresident_blocks`](Self::max_coresident_blocks) with
-    /// [`CudaError::GridTooLarge`], as a grid barrier could never complete there.
-    ///
-    /// # Safety
-    ///
-    /// The kernel's first parameter is a `sync_device::Grid`, and the rest match
-    /// `args` in number, order and type.
-    pub unsafe fn launch_grid<'a>(
-        &'a self,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        let stream = &self.runtime.stream;
-        // SAFETY: the caller vouches for the kernel's parameters.
-        unsafe { self.launch_grid_typed(stream, grid.into(), block.into(), 0, args) }
-    }
-
-    /// As [`launch_grid`](Self::launch_grid), on `stream` and with
-    /// `dynamic_shared_bytes` of dynamic shared memory per block (which counts against
-    /// co-residency).
-    ///
-    /// # Safety
-    ///
-    /// As for [`launch_grid`](Self::launch_grid); launches of this kernel object on
-    /// other streams have finished (they share its barrier words, which this launch
-    /// zeroes).
-    pub unsafe fn launch_grid_on<'a>(
-        &'a self,
-        stream: &'a Stream,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        dynamic_shared_bytes: u32,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        // SAFETY: the caller vouches for the kernel's parameters.
-        unsafe {
-            self.launch_grid_typed(
-                &stream.inner,
-                grid.into(),
-                block.into(),
-                dynamic_shared_bytes,
-                args,
-            )
-        }
-    }
-
-    /// The typed cooperative launch with the grid parameter first.
-    ///
-    /// # Safety
-    ///
-    /// As for [`launch_grid_on`](Self::launch_grid_on).
-    unsafe fn launch_grid_typed<'a>(
-        &'a self,
-        stream: &'a cudarc::driver::CudaStream,
-        grid: Dim3,
-        block: Dim3,
-        dynamic_shared_bytes: u32,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        self.check_fits(grid, block, dynamic_shared_bytes)?;
-        self.check_coresident(grid, block, None, dynamic_shared_bytes)?;
-        let param = self.zeroed_grid_barrier(stream.cu_stream(), grid)?;
-        // SAFETY: the caller vouches for the kernel's parameters; the words live as
-        // long as the kernel object.
-        unsafe {
-            self.launch_typed(stream, grid, block, dynamic_shared_bytes, true, |builder| {
-                builder.arg(param);
-                args(builder);
-            })
-        }
-    }
-
-    /// As [`launch_grid`](Self::launch_grid), through `cuLaunchKernelEx` on `stream`
-    /// with `options`: thread-block clusters, say. The grid barrier only needs every
-    /// block co-resident, which the `cooperative` option makes the driver guarantee;
-    /// without it the launch relies on the size check alone (every block fits at once,
-    /// so on an otherwise idle GPU every block runs at once, but nothing guarantees
-    /// it). Refuses a grid larger than
-    /// [`max_coresident_blocks`](Self::max_coresident_blocks), or with clusters
-    /// [`max_coresident_clusters`](Self::max_coresident_clusters) × the cluster size,
-    /// with [`CudaError::GridTooLarge`].
-    ///
-    /// # Safety
-    ///
-    /// The kernel's first parameter is a `sync_device::Grid`, and the rest match
-    /// `params` in number, order and size, pointing at memory that outlives the kernel.
-    /// Launches of this kernel object on other streams have finished (they share its
-    /// barrier words, which this launch zeroes).
-    pub unsafe fn launch_grid_ex(
-        &self,
-        stream: &Stream,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        options: LaunchOptions,
-        params: KernelParams,
-    ) -> Result<(), CudaError> {
-        let (grid, block) = (grid.into(), block.into());
-        // A cooperative launch_ex checks co-residency itself; without the attribute
-        // the size check is all a grid barrier has (see above). A grid beyond the
-        // barrier's words (more blocks than SMs × the most an SM holds) can never be
-        // co-resident: the size check refuses it with the kernel's real limit.
-        let beyond_words = grid.count().unwrap_or(u32::MAX) > self.grid_barrier()?.most_blocks;
-        if !options.cooperative || beyond_words {
-            self.check_coresident(grid, block, options.cluster, options.shared_memory_bytes)?;
-        }
-        let param = self.zeroed_grid_barrier(stream.raw(), grid)?;
-        let params = KernelParams::default().words(&param.words()).append(params);
-        // SAFETY: the grid parameter comes first, as the kernel takes it; the caller
-        // vouches for the rest; the words live as long as the kernel object.
-        unsafe { self.launch_ex(stream, grid, block, options, params) }
-    }
-
     /// The kernel's grid-barrier words, allocated at first use for the largest grid the
     /// GPU holds at once.
     fn grid_barrier(&self) -> Result<&GridBarrier, CudaError> {
@@ -190,7 +74,7 @@ impl Kernel {
     /// zeroed on `stream` (in stream order, so back-to-back launches each start from
     /// zero). Callers have refused grids that cannot be co-resident, which the words
     /// always cover.
-    fn zeroed_grid_barrier(
+    pub(super) fn zeroed_grid_barrier(
         &self,
         stream: sys::CUstream,
         grid: Dim3,

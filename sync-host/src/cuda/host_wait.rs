@@ -118,7 +118,7 @@ impl<'a> HostWait<'a> {
     /// before the wait begins. Where launches block (`CUDA_LAUNCH_BLOCKING=1`) the
     /// kernel cannot be launched on the waiting thread, and a launch call on another
     /// thread queues it at a time this wait cannot know: there, wait through
-    /// [`launch_beside`](super::beside::launch_beside) instead.
+    /// [`launch_beside`](super::Kernel::launch_beside) instead.
     pub fn on(stream: &'a Stream) -> Self {
         Self {
             stream,

@@ -1,15 +1,16 @@
-//! [`Kernel`]: one function of a loaded [`Module`](super::Module), its launch limits,
-//! and launches with typed arguments (cudarc's builder) on any stream.
+//! [`Kernel`]: one function of a loaded [`Module`](super::Module), its launch limits
+//! and how many of its blocks fit on the GPU at once (its launches: `launch.rs`).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use cudarc::driver::sys::{self, CUfunction_attribute_enum as FunctionAttribute};
-use cudarc::driver::{CudaFunction, LaunchArgs, LaunchConfig};
+use cudarc::driver::CudaFunction;
 
 use super::grid::GridBarrier;
-use super::{CudaError, Runtime, Stream};
+use super::launch::cluster_attribute;
+use super::{CudaError, Runtime};
 
 /// Grid, block or cluster dimensions: `x × y × z`. A `u32` is `(x, 1, 1)`; pairs and
 /// triples convert too.
@@ -37,10 +38,6 @@ impl Dim3 {
     /// `x × y × z`, or `None` on overflow.
     pub fn count(self) -> Option<u32> {
         self.x.checked_mul(self.y)?.checked_mul(self.z)
-    }
-
-    fn tuple(self) -> (u32, u32, u32) {
-        (self.x, self.y, self.z)
     }
 }
 
@@ -161,7 +158,7 @@ fn check_shape(
 /// A kernel of the user's own module (`count(words: *mut u32)` adds one per thread):
 ///
 /// ```no_run
-/// use sync_host::cuda::{PushKernelArg, Runtime};
+/// use sync_host::cuda::{KernelArgs, LaunchConfig, Runtime};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let runtime = Runtime::open(0)?;
@@ -170,7 +167,7 @@ fn check_shape(
 /// let words = runtime.zeros::<u32>(1)?;
 /// // SAFETY: `count` takes one u32 pointer; `words` outlives the launch (the download
 /// // below waits for it).
-/// unsafe { count.launch(4, 128, |args| { args.arg(&words); }) }?;
+/// unsafe { count.launch(LaunchConfig::new(4, 128), KernelArgs::new().arg(&words)) }?;
 /// assert_eq!(runtime.download(&words)?[0], 4 * 128);
 /// # Ok(())
 /// # }
@@ -183,7 +180,7 @@ pub struct Kernel {
     /// The dynamic shared memory the function is currently allowed (raised on demand
     /// past the default 48 KiB).
     dynamic_shared_allowed: AtomicU32,
-    /// The arrival counter of `launch_grid`'s grid barrier, allocated at first use.
+    /// The words of the kernel's grid barrier ([`KernelArgs::grid_barrier`](super::KernelArgs::grid_barrier)), allocated at first use.
     pub(super) grid_barrier: OnceLock<GridBarrier>,
 }
 
@@ -355,112 +352,49 @@ impl Kernel {
         Ok(())
     }
 
-    /// Launches on `grid × block` threads on the runtime's stream; `args` pushes the
-    /// kernel's arguments (`args.arg(&value)`).
-    ///
-    /// # Errors
-    ///
-    /// [`CudaError::LaunchDoesNotFit`] for a shape beyond the kernel's or the device's
-    /// limits; a driver error otherwise.
-    ///
-    /// # Safety
-    ///
-    /// The arguments must match the kernel's parameters in number, order and type, and
-    /// point at memory that outlives the kernel.
-    pub unsafe fn launch<'a>(
-        &'a self,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        let stream = &self.runtime.stream;
-        // SAFETY: the caller vouches for the arguments.
-        unsafe { self.launch_typed(stream, grid.into(), block.into(), 0, false, args) }
+    /// Clusters of `cluster` blocks of `block_threads` threads that fit on the GPU at
+    /// once (`cuOccupancyMaxActiveClusters`): the most a cooperative cluster launch
+    /// may ask for. Zero if such a cluster cannot run at all.
+    pub fn max_coresident_clusters(
+        &self,
+        block_threads: u32,
+        cluster: impl Into<Dim3>,
+    ) -> Result<u32, CudaError> {
+        self.max_coresident_clusters_with(block_threads, cluster, 0)
     }
 
-    /// Launches on `stream` with `dynamic_shared_bytes` of dynamic shared memory per
-    /// block (past 48 KiB the kernel is opted in first, up to
-    /// [`max_dynamic_shared_bytes`](Self::max_dynamic_shared_bytes)).
-    ///
-    /// # Errors
-    ///
-    /// As [`launch`](Self::launch).
-    ///
-    /// # Safety
-    ///
-    /// As for [`launch`](Self::launch).
-    pub unsafe fn launch_on<'a>(
-        &'a self,
-        stream: &'a Stream,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
+    /// As [`max_coresident_clusters`](Self::max_coresident_clusters), for blocks that
+    /// also take `dynamic_shared_bytes` of dynamic shared memory.
+    pub fn max_coresident_clusters_with(
+        &self,
+        block_threads: u32,
+        cluster: impl Into<Dim3>,
         dynamic_shared_bytes: u32,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        // SAFETY: the caller vouches for the arguments.
+    ) -> Result<u32, CudaError> {
+        let cluster = cluster.into();
+        let mut attribute = cluster_attribute(cluster);
+        let config = sys::CUlaunchConfig {
+            gridDimX: cluster.x,
+            gridDimY: cluster.y,
+            gridDimZ: cluster.z,
+            blockDimX: block_threads,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: dynamic_shared_bytes,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attribute,
+            numAttrs: 1,
+        };
+        let mut clusters: std::ffi::c_int = 0;
+        self.runtime.bind()?;
+        // SAFETY: a live function of this context, a config and attribute that outlive
+        // the call, and an integer for the driver to fill.
         unsafe {
-            self.launch_typed(
-                &stream.inner,
-                grid.into(),
-                block.into(),
-                dynamic_shared_bytes,
-                false,
-                args,
-            )
+            sys::cuOccupancyMaxActiveClusters(&mut clusters, self.function.cu_function(), &config)
         }
-    }
-
-    /// A cooperative launch: every block co-resident, so grid-wide barriers are safe.
-    /// Refuses a grid larger than [`max_coresident_blocks`](Self::max_coresident_blocks)
-    /// with [`CudaError::GridTooLarge`] instead of deadlocking.
-    ///
-    /// # Safety
-    ///
-    /// As for [`launch`](Self::launch).
-    pub unsafe fn launch_cooperative<'a>(
-        &'a self,
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        let (grid, block) = (grid.into(), block.into());
-        self.check_coresident(grid, block, None, 0)?;
-        // SAFETY: the caller vouches for the arguments.
-        unsafe { self.launch_typed(&self.runtime.stream, grid, block, 0, true, args) }
-    }
-
-    /// The one typed launch path.
-    ///
-    /// # Safety
-    ///
-    /// As for [`launch`](Self::launch).
-    pub(super) unsafe fn launch_typed<'a>(
-        &'a self,
-        stream: &'a cudarc::driver::CudaStream,
-        grid: Dim3,
-        block: Dim3,
-        dynamic_shared_bytes: u32,
-        cooperative: bool,
-        args: impl FnOnce(&mut LaunchArgs<'a>),
-    ) -> Result<(), CudaError> {
-        self.check_fits(grid, block, dynamic_shared_bytes)?;
-        let mut builder = stream.launch_builder(&self.function);
-        args(&mut builder);
-        let config = LaunchConfig {
-            grid_dim: grid.tuple(),
-            block_dim: block.tuple(),
-            shared_mem_bytes: dynamic_shared_bytes,
-        };
-        // SAFETY: the caller vouches for the arguments.
-        let launched = unsafe {
-            if cooperative {
-                builder.launch_cooperative(config)
-            } else {
-                builder.launch(config)
-            }
-        };
-        launched.map_err(CudaError::driver("launch a kernel"))?;
-        Ok(())
+        .result()
+        .map_err(CudaError::driver("query cluster occupancy"))?;
+        Ok(u32::try_from(clusters).unwrap_or(0))
     }
 }
 

@@ -18,7 +18,7 @@ use super::{CudaError, Runtime};
 /// [`device_address`](Self::device_address):
 ///
 /// ```no_run
-/// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{KernelArgs, LaunchConfig, Runtime};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let runtime = Runtime::open(0)?;
@@ -26,9 +26,9 @@ use super::{CudaError, Runtime};
 /// buffer.write_u64(0, 42); // words 0 and 1
 /// let kernel = runtime.load_file("my-kernels.ptx")?.kernel("double_first")?;
 /// let stream = runtime.new_stream()?;
-/// let params = KernelParams::new().pointer(buffer.device_address());
+/// let args = KernelArgs::new().arg(&buffer);
 /// // SAFETY: `double_first` takes one u64 pointer; the buffer outlives it.
-/// unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&stream), args) }?;
 /// stream.synchronize()?;
 /// assert_eq!(buffer.read_u64(0), 84);
 /// # Ok(())

@@ -1,8 +1,9 @@
 //! The CUDA side: a [`Runtime`] on any GPU (or on a cudarc context the program
 //! already has), [`Module`]s loaded from the user's PTX or cubin (or a kernel crate
 //! embedded with [`include_kernels!`](crate::include_kernels)), typed [`Kernel`]
-//! launches (3-D, dynamic shared memory, any stream, cooperative with a `Grid`,
-//! clusters, memory-synchronization domains), sync objects placed where host and GPU
+//! launches through one [`LaunchConfig`] and [`KernelArgs`] (3-D, dynamic shared memory,
+//! any stream, cooperative with a `Grid`, clusters, memory-synchronization domains, a
+//! helper thread beside the host's side), sync objects placed where host and GPU
 //! both reach them, and host waits that cannot hang on a dead kernel.
 //!
 //! Built on cudarc with dynamic loading: everything here compiles without CUDA, and
@@ -14,7 +15,7 @@
 //! program is compiled as `examples/doc-blocks`):
 //!
 //! ```ignore
-//! use scoped_sync::cuda::{EmbeddedModule, PushKernelArg, Runtime};
+//! use scoped_sync::cuda::{EmbeddedModule, KernelArgs, LaunchConfig, Runtime};
 //!
 //! static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("my_kernels");
 //!
@@ -31,7 +32,7 @@ mod error;
 mod grid;
 mod host_wait;
 mod kernel;
-mod launch_ex;
+mod launch;
 mod mapped;
 mod module;
 mod multi_grid;
@@ -48,12 +49,10 @@ pub use core_pin::CorePin;
 /// The cudarc this crate is built on, for [`Runtime::from_cudarc`] and raw driver
 /// calls at the same version.
 pub use cudarc;
-/// Kernel arguments are pushed with `args.arg(&value)` (cudarc's trait).
-pub use cudarc::driver::{LaunchArgs as KernelArgs, PushKernelArg};
 pub use error::CudaError;
 pub use host_wait::{HostWait, HostWaitError, QUERY_PERIOD};
 pub use kernel::{Dim3, Kernel, LaunchLimit};
-pub use launch_ex::{KernelParams, LaunchOptions, MemSyncDomain};
+pub use launch::{KernelArg, KernelArgs, LaunchConfig, MemSyncDomain};
 pub use mapped::MappedBuffer;
 pub use module::{EmbeddedModule, KernelBuild, Module, PtxUnavailable, KERNEL_BUILD_VARIABLE};
 pub use multi_grid::MultiGrid;

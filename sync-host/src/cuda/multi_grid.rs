@@ -5,9 +5,7 @@ use cudarc::driver::sys;
 use sync_shared::layout::multi_grid;
 
 use super::multi_grid_host::{HostParty, HostPartyWords};
-use super::{
-    CudaError, Dim3, Kernel, KernelParams, LaunchOptions, PeerMemory, PlacementError, Runtime,
-};
+use super::{CudaError, Kernel, KernelArgs, LaunchConfig, PeerMemory, PlacementError, Runtime};
 
 /// The host's image of `sync_device::MultiGrid` for one GPU (`#[repr(C)]`:
 /// [`multi_grid::MAX_RANKS`] addresses and the phase, then four u32, then the host
@@ -46,16 +44,16 @@ sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
 /// # Examples
 ///
 /// ```no_run
-/// use sync_host::cuda::{KernelParams, MultiGrid, Runtime};
+/// use sync_host::cuda::{KernelArgs, LaunchConfig, MultiGrid, Runtime};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let gpus = [Runtime::open(0)?, Runtime::open(1)?];
 /// let mut barrier = MultiGrid::new(&[&gpus[0], &gpus[1]])?;
 /// let modules = [gpus[0].load_file("k.ptx")?, gpus[1].load_file("k.ptx")?];
 /// let kernels = [modules[0].kernel("step")?, modules[1].kernel("step")?];
-/// let params = vec![KernelParams::new().u32(100), KernelParams::new().u32(100)];
+/// let args = vec![KernelArgs::new().arg(&100_u32), KernelArgs::new().arg(&100_u32)];
 /// // SAFETY: `step(MultiGrid, u32)` on every GPU.
-/// unsafe { barrier.launch(&[&kernels[0], &kernels[1]], 132, 256, params) }?;
+/// unsafe { barrier.launch(&[&kernels[0], &kernels[1]], LaunchConfig::new(132, 256), args) }?;
 /// for gpu in &gpus {
 ///     gpu.synchronize()?;
 /// }
@@ -106,7 +104,7 @@ impl MultiGrid {
     ///
     /// ```no_run
     /// use std::time::Duration;
-    /// use sync_host::cuda::{KernelParams, MultiGrid, Runtime};
+    /// use sync_host::cuda::{KernelArgs, LaunchConfig, MultiGrid, Runtime};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let gpus = [Runtime::open(0)?, Runtime::open(1)?];
@@ -114,11 +112,12 @@ impl MultiGrid {
     /// let input = gpus[0].mapped(2)?; // portable: both GPUs read it
     /// let modules = [gpus[0].load_file("k.ptx")?, gpus[1].load_file("k.ptx")?];
     /// let kernels = [modules[0].kernel("step")?, modules[1].kernel("step")?];
-    /// let params = (0..2).map(|_| KernelParams::new().pointer(input.device_address())).collect();
+    /// let args = (0..2).map(|_| KernelArgs::new().arg(&input)).collect();
     /// // SAFETY: `step(MultiGrid, *const u32)` on both GPUs, 100 `sync`s each; the
     /// // party arrives 100 times; `input` outlives the kernels.
     /// let outcomes = unsafe {
-    ///     barrier.launch_with_host_parties(&[&kernels[0], &kernels[1]], 132, 256, params, |mut party| {
+    ///     let config = LaunchConfig::new(132, 256);
+    ///     barrier.launch_with_host_parties(&[&kernels[0], &kernels[1]], config, args, |mut party| {
     ///         for step in 0..100 {
     ///             input.host_words()[step as usize % 2].store(step, std::sync::atomic::Ordering::Relaxed);
     ///             party.arrive_and_wait(Duration::from_secs(10))?;
@@ -212,10 +211,11 @@ impl MultiGrid {
     }
 
     /// Launches `kernels[i]` (a kernel of GPU `i`'s runtime) cooperatively on each GPU,
-    /// `grid × block` threads each, on each runtime's default stream, each from a host
+    /// `config`'s shape each, on each runtime's default stream, each from a host
     /// thread of its own (so the kernels meet even where a launch returns only when its
     /// kernel ends, `CUDA_LAUNCH_BLOCKING=1`): its first parameter is the GPU's
-    /// `sync_device::MultiGrid`, then `params[i]`. First every GPU's shape is checked;
+    /// `sync_device::MultiGrid`, then `args[i]`. The launches are cooperative whether
+    /// `config` says so or not. First every GPU's shape is checked;
     /// then every GPU's stream is waited for (an earlier launch's kernels included),
     /// every GPU's counter is zeroed, and that is waited for on every GPU (so no
     /// kernel adds to a counter still to be zeroed). Returns once every kernel is
@@ -232,27 +232,27 @@ impl MultiGrid {
     ///
     /// # Panics
     ///
-    /// If `kernels` and `params` do not hold one entry per GPU, with `kernels[i]` a
-    /// kernel of GPU `i`.
+    /// If `kernels` and `args` do not hold one entry per GPU, with `kernels[i]` a
+    /// kernel of GPU `i`, or if `config` names a stream (each GPU's launch is on its
+    /// runtime's own stream).
     ///
     /// # Safety
     ///
     /// Each kernel's first parameter is a `sync_device::MultiGrid` and the rest match
-    /// `params[i]`, pointing at memory that outlives the kernels; every thread of every
+    /// `args[i]`, pointing at memory that outlives the kernels; every thread of every
     /// kernel calls `sync` equally often (one that stops makes the others time out).
     pub unsafe fn launch(
         &mut self,
         kernels: &[&Kernel],
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        params: Vec<KernelParams>,
+        config: LaunchConfig<'_>,
+        args: Vec<KernelArgs<'_>>,
     ) -> Result<(), CudaError> {
         assert!(
             self.host.is_none(),
             "MultiGrid::launch: the barrier has host parties; launch it with launch_with_host_parties"
         );
         // SAFETY: the caller's contract.
-        unsafe { self.launch_with_host_parties(kernels, grid, block, params, |_| ()) }?;
+        unsafe { self.launch_with_host_parties(kernels, config, args, |_| ()) }?;
         Ok(())
     }
 
@@ -279,19 +279,23 @@ impl MultiGrid {
     pub unsafe fn launch_with_host_parties<R: Send>(
         &mut self,
         kernels: &[&Kernel],
-        grid: impl Into<Dim3>,
-        block: impl Into<Dim3>,
-        params: Vec<KernelParams>,
+        config: LaunchConfig<'_>,
+        args: Vec<KernelArgs<'_>>,
         party: impl Fn(HostParty<'_>) -> R + Sync,
     ) -> Result<Vec<R>, CudaError> {
-        let (grid, block) = (grid.into(), block.into());
         assert!(
-            kernels.len() == self.ranks() && params.len() == self.ranks(),
-            "MultiGrid::launch: {} kernels and {} parameter lists for {} GPUs",
+            kernels.len() == self.ranks() && args.len() == self.ranks(),
+            "MultiGrid::launch: {} kernels and {} argument lists for {} GPUs",
             kernels.len(),
-            params.len(),
+            args.len(),
             self.ranks()
         );
+        assert!(
+            config.stream.is_none(),
+            "MultiGrid::launch: each GPU's kernel runs on its runtime's own stream; the config names none"
+        );
+        let config = config.cooperative();
+        let (grid, block, shared) = (config.grid, config.block, config.shared_memory_bytes);
         for (rank, (kernel, runtime)) in kernels.iter().zip(&self.runtimes).enumerate() {
             assert_eq!(
                 kernel.runtime.ordinal(),
@@ -301,8 +305,8 @@ impl MultiGrid {
                 kernel.runtime.ordinal(),
                 runtime.ordinal()
             );
-            kernel.check_fits(grid, block, 0)?;
-            kernel.check_coresident(grid, block, None, 0)?;
+            kernel.check_fits(grid, block, shared)?;
+            kernel.check_coresident(grid, block, config.cluster, shared)?;
         }
         // Every GPU's earlier work (a kernel of an earlier launch may still add to a
         // peer's counter) ends before any counter is zeroed, and every zeroing before
@@ -323,10 +327,6 @@ impl MultiGrid {
             host.zero();
         }
         self.synchronize_all("wait for the multi-GPU barrier's zeroing")?;
-        let options = LaunchOptions {
-            cooperative: true,
-            ..LaunchOptions::default()
-        };
         let (host, party) = (self.host.as_ref(), &party);
         std::thread::scope(|scope| {
             let parties: Vec<_> = host
@@ -337,23 +337,16 @@ impl MultiGrid {
             let launches: Vec<_> = kernels
                 .iter()
                 .zip(&self.runtimes)
-                .zip(params)
+                .zip(args)
                 .zip(&self.params)
-                .map(|(((kernel, runtime), params), param)| {
+                .map(|(((kernel, runtime), args), param)| {
                     scope.spawn(move || {
-                        let params = KernelParams::default().words(&param.words()).append(params);
+                        let args = KernelArgs::new().words(&param.words()).append(args);
+                        let stream = runtime.default_stream();
                         // SAFETY: the caller vouches for the kernel's parameters; the
                         // barrier's words live as long as `self`, whose earlier
                         // launches have finished.
-                        unsafe {
-                            kernel.launch_ex(
-                                &runtime.default_stream(),
-                                grid,
-                                block,
-                                options,
-                                params,
-                            )
-                        }
+                        unsafe { kernel.launch(config.on(&stream), args) }
                     })
                 })
                 .collect();
@@ -383,7 +376,7 @@ impl MultiGrid {
 }
 
 impl MultiGridParam {
-    /// The parameter as `KernelParams` words: 112 bytes, little-endian (the
+    /// The parameter as the launch's 8-byte words: 112 bytes, little-endian (the
     /// addresses, the phase, then `rank` and `ranks`, then `broken` and `arrived`, two
     /// to a word, then the host parties' two addresses, their count and padding).
     fn words(&self) -> [u64; multi_grid::MAX_RANKS + 6] {

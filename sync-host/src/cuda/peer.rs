@@ -105,7 +105,7 @@ impl PeerLink {
 /// takes a `*const sync_device::Latch<System>`):
 ///
 /// ```no_run
-/// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{KernelArgs, LaunchConfig, Runtime};
 /// use sync_host::Latch;
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -113,10 +113,10 @@ impl PeerLink {
 /// let latch = gpu1.place_for_peers(&Latch::new(2), &[&gpu0])?;
 /// for gpu in [&gpu0, &gpu1] {
 ///     let kernel = gpu.load_file("my-kernels.ptx")?.kernel("count_down")?;
-///     let params = KernelParams::new().pointer(latch.device_address());
+///     let args = KernelArgs::new().arg(&latch);
 ///     // SAFETY: `count_down` takes the latch's address; `latch` outlives the kernels
 ///     // (its drop waits for both contexts).
-///     unsafe { kernel.launch_ex(&gpu.default_stream(), 1, 1, LaunchOptions::default(), params) }?;
+///     unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&gpu.default_stream()), args) }?;
 /// }
 /// # Ok(())
 /// # }

@@ -217,7 +217,7 @@ enum Memory {
 /// device flavour of the same object):
 ///
 /// ```no_run
-/// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
+/// use sync_host::cuda::{KernelArgs, LaunchConfig, Runtime};
 /// use sync_host::{HandoffSemaphore, HostToGpu};
 ///
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -225,10 +225,10 @@ enum Memory {
 /// let units = runtime.place_mapped(HandoffSemaphore::<HostToGpu>::new(0))?;
 /// let kernel = runtime.load_file("my-kernels.ptx")?.kernel("consume")?;
 /// let stream = runtime.new_stream()?;
-/// let params = KernelParams::new().pointer(units.device_address());
+/// let args = KernelArgs::new().arg(&units);
 /// // SAFETY: `consume` takes the semaphore's address; `units` outlives it (its drop
 /// // waits for the context's work).
-/// unsafe { kernel.launch_ex(&stream, 1, 1, LaunchOptions::default(), params) }?;
+/// unsafe { kernel.launch(LaunchConfig::new(1, 1).on(&stream), args) }?;
 /// units.producer().expect("the only producer").release(1);
 /// stream.synchronize()?;
 /// # Ok(())

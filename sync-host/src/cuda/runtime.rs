@@ -15,7 +15,7 @@ use super::{CudaError, Stream};
 /// Cloning is cheap and shares the context and stream.
 ///
 /// ```no_run
-/// use sync_host::cuda::{CudaError, PushKernelArg, Runtime};
+/// use sync_host::cuda::{CudaError, KernelArgs, LaunchConfig, Runtime};
 ///
 /// // Any PTX: from a kernel crate (`include_kernels!`), nvcc, NVRTC, or written by hand.
 /// const PTX: &str = r#"
@@ -43,7 +43,7 @@ use super::{CudaError, Stream};
 /// let add_one = module.kernel("add_one")?;
 /// let data = runtime.upload(&[41_u32])?;
 /// // SAFETY: `add_one` takes one pointer to a u32.
-/// unsafe { add_one.launch(1, 1, |args| { args.arg(&data); }) }?;
+/// unsafe { add_one.launch(LaunchConfig::new(1, 1), KernelArgs::new().arg(&data)) }?;
 /// assert_eq!(runtime.download(&data)?, [42]);
 /// # Ok(()) }
 /// ```
@@ -182,7 +182,8 @@ impl Runtime {
         super::MappedBuffer::new(self, words)
     }
 
-    /// The device address of `slice` (for [`KernelParams`](super::KernelParams)).
+    /// The device address of `slice` (a kernel argument is the slice itself:
+    /// [`KernelArgs::arg`](super::KernelArgs::arg)).
     pub fn address<T>(&self, slice: &CudaSlice<T>) -> sys::CUdeviceptr {
         let (address, _sync) = slice.device_ptr(&self.stream);
         address

@@ -424,7 +424,7 @@ impl Stream {
     /// payload the host wrote to slot `unit`):
     ///
     /// ```no_run
-    /// use sync_host::cuda::{KernelParams, LaunchOptions, Runtime};
+    /// use sync_host::cuda::{KernelArgs, LaunchConfig, Runtime};
     /// use sync_host::{HandoffSemaphore, HostToGpu};
     ///
     /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -436,10 +436,10 @@ impl Stream {
     /// for unit in 0..3_u64 {
     ///     // Launch `unit` starts once unit `unit` is released (the count reaches unit + 1).
     ///     stream.wait_released(&work, unit + 1)?;
-    ///     let params = KernelParams::new().pointer(payload.device_address()).u64(unit);
+    ///     let args = KernelArgs::new().arg(&payload).arg(unit);
     ///     // SAFETY: `consume(*const u64, u64)`; the buffer outlives it (its drop waits for
     ///     // the context's work).
-    ///     unsafe { consume.launch_ex(&stream, 1, 32, LaunchOptions::default(), params) }?;
+    ///     unsafe { consume.launch(LaunchConfig::new(1, 32).on(&stream), args) }?;
     /// }
     /// // Later, on any host thread: no kernel runs until the first release.
     /// for unit in 0..3_u64 {

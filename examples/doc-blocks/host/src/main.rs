@@ -4,7 +4,7 @@
 mod crate_docs;
 mod worker;
 
-use scoped_sync::cuda::{EmbeddedModule, PushKernelArg, Runtime};
+use scoped_sync::cuda::{EmbeddedModule, KernelArgs, LaunchConfig, Runtime};
 
 static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("my_kernels");
 
@@ -19,12 +19,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (n, steps) = (n as u32, 1000_u32);
     // Cooperative: refused with CudaError::GridTooLarge unless every block fits at once.
     let blocks = relax.max_coresident_blocks(256)?;
-    // SAFETY: relax(Grid, *mut f32, *mut f32, u32, u32); the launch passes the Grid.
-    unsafe {
-        relax.launch_grid(blocks, 256, |args| {
-            args.arg(&a).arg(&b).arg(&n).arg(&steps);
-        })
-    }?;
+    let config = LaunchConfig::new(blocks, 256).cooperative();
+    let args = KernelArgs::new()
+        .grid_barrier()
+        .arg(&a)
+        .arg(&b)
+        .arg(n)
+        .arg(steps);
+    // SAFETY: relax(Grid, *mut f32, *mut f32, u32, u32); the launch fills in the Grid.
+    unsafe { relax.launch(config, args) }?;
     let result = runtime.download(&a)?; // steps is even: the last sweep wrote `a`
     println!("cell 1: {}", result[1]);
     Ok(())

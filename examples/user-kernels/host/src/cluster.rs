@@ -1,7 +1,7 @@
 //! `block_and_cluster_exchange`: a block barrier in shared memory and a cluster
 //! barrier, every thread's result recomputed on the CPU.
 
-use scoped_sync::cuda::{Dim3, KernelParams, LaunchOptions, Module, Runtime};
+use scoped_sync::cuda::{KernelArgs, LaunchConfig, Module, Runtime};
 
 use crate::Error;
 
@@ -40,15 +40,10 @@ pub fn run(runtime: &Runtime, module: &Module) -> Result<(), Error> {
     let blocks = 2 * runtime.sm_count()?;
     let out = runtime.zeros::<u32>((blocks * BLOCK) as usize)?;
     let stream = runtime.new_stream()?;
-    let options = LaunchOptions {
-        cluster: Some(Dim3::x(2)),
-        ..LaunchOptions::default()
-    };
-    let params = KernelParams::new()
-        .pointer(runtime.address(&out))
-        .u32(ROUNDS);
+    let config = LaunchConfig::new(blocks, BLOCK).cluster(2).on(&stream);
+    let args = KernelArgs::new().arg(&out).arg(ROUNDS);
     // SAFETY: (u32 pointer, u32); `out` has a word per thread and outlives the launch.
-    unsafe { kernel.launch_ex(&stream, blocks, BLOCK, options, params) }?;
+    unsafe { kernel.launch(config, args) }?;
     stream.synchronize()?;
     let got = runtime.download(&out)?;
     let wrong = got

@@ -1,6 +1,6 @@
 //! `jacobi_1d`: a grid barrier between the steps of a solver, checked against the CPU.
 
-use scoped_sync::cuda::{CudaError, Module, PushKernelArg, Runtime};
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, Module, Runtime};
 
 use crate::Error;
 
@@ -39,13 +39,18 @@ pub fn run(runtime: &Runtime, module: &Module) -> Result<(), Error> {
     let b = runtime.upload(&cells)?;
     let (n, steps) = (CELLS as u32, STEPS);
 
+    let args = || {
+        KernelArgs::new()
+            .grid_barrier()
+            .arg(&a)
+            .arg(&b)
+            .arg(n)
+            .arg(steps)
+    };
     // A grid that cannot be co-resident is refused, not deadlocked.
     // SAFETY: refused before the driver sees it.
-    let refused = unsafe {
-        kernel.launch_grid(blocks + 1, BLOCK, |args| {
-            args.arg(&a).arg(&b).arg(&n).arg(&steps);
-        })
-    };
+    let refused =
+        unsafe { kernel.launch(LaunchConfig::new(blocks + 1, BLOCK).cooperative(), args()) };
     if !matches!(refused, Err(CudaError::GridTooLarge { .. })) {
         return Err(format!(
             "jacobi: {} blocks were not refused: {refused:?}",
@@ -54,12 +59,10 @@ pub fn run(runtime: &Runtime, module: &Module) -> Result<(), Error> {
         .into());
     }
 
-    // SAFETY: jacobi_1d(Grid, *mut f32, *mut f32, u32, u32); the launch passes the
+    // SAFETY: jacobi_1d(Grid, *mut f32, *mut f32, u32, u32); the launch fills in the
     // Grid; both buffers hold `n` cells.
     let time = runtime.gpu_time(|| unsafe {
-        kernel.launch_grid(blocks, BLOCK, |args| {
-            args.arg(&a).arg(&b).arg(&n).arg(&steps);
-        })
+        kernel.launch(LaunchConfig::new(blocks, BLOCK).cooperative(), args())
     })?;
     let gpu = runtime.download(&a)?;
     let cpu = on_cpu(cells, steps);

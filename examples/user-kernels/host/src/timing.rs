@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use scoped_sync::cuda::{CudaError, Kernel, Module, PushKernelArg, Runtime};
+use scoped_sync::cuda::{CudaError, Kernel, KernelArgs, LaunchConfig, Module, Runtime};
 
 use crate::Error;
 
@@ -15,11 +15,10 @@ const BLOCKS: [u32; 2] = [128, 1024];
 
 fn time(runtime: &Runtime, kernel: &Kernel, grid: u32, block: u32) -> Result<Duration, CudaError> {
     let sink = runtime.zeros::<u32>(1)?;
-    // SAFETY: both kernels take (Grid, u32, u32 pointer); the launch passes the Grid.
+    // SAFETY: both kernels take (Grid, u32, u32 pointer); the launch fills in the Grid.
     runtime.gpu_time(|| unsafe {
-        kernel.launch_grid(grid, block, |args| {
-            args.arg(&ITERATIONS).arg(&sink);
-        })
+        let args = KernelArgs::new().grid_barrier().arg(ITERATIONS).arg(&sink);
+        kernel.launch(LaunchConfig::new(grid, block).cooperative(), args)
     })
 }
 

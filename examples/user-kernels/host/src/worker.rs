@@ -3,8 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use scoped_sync::cuda::beside::launch_beside;
-use scoped_sync::cuda::{KernelParams, LaunchOptions, Module, Runtime};
+use scoped_sync::cuda::{KernelArgs, LaunchConfig, Module, Runtime};
 use scoped_sync::{BusStopSource, HandoffChannel};
 
 use crate::Error;
@@ -33,12 +32,12 @@ pub fn run(runtime: &Runtime, module: &Module, items: u64) -> Result<(), Error> 
     let ring = runtime.mapped(2 * RING as usize)?; // RING u64s
     let results = runtime.mapped(2 * RING as usize)?;
     let stream = runtime.new_stream()?;
-    let params = KernelParams::new()
-        .pointer(channel.device_address())
-        .pointer(stop.device_address())
-        .pointer(ring.device_address())
-        .pointer(results.device_address())
-        .u32(RING as u32);
+    let args = KernelArgs::new()
+        .arg(&channel)
+        .arg(&stop)
+        .arg(&ring)
+        .arg(&results)
+        .arg(RING as u32);
     let (Some(mut to_gpu), Some(mut from_gpu)) = (channel.producer(), channel.consumer()) else {
         return Err("worker: the channel's host endpoints are taken".into());
     };
@@ -71,13 +70,9 @@ pub fn run(runtime: &Runtime, module: &Module, items: u64) -> Result<(), Error> 
         stop.request_stop();
         fed.map(|()| (checksum, elapsed))
     };
-    let run = launch_beside(
-        &stream,
-        // SAFETY: the worker's parameters in order; all outlive the kernel, which
-        // ends when stop is requested (the host's side does so on every path).
-        || unsafe { kernel.launch_ex(&stream, 1, 32, LaunchOptions::default(), params) },
-        host,
-    );
+    // SAFETY: the worker's parameters in order; all outlive the kernel, which ends
+    // when stop is requested (the host's side does so on every path).
+    let run = unsafe { kernel.launch_beside(LaunchConfig::new(1, 32).on(&stream), args, host) };
     stream.synchronize()?;
     run.launch?;
     let (checksum, elapsed) = run.host?;

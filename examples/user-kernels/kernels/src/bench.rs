@@ -7,7 +7,8 @@ use scoped_sync::prelude::*;
 /// which keeps the loop from being optimized away.
 const NEVER: u32 = 0xDEAD_BEEF;
 
-/// `iterations` grid barriers. Launch: cooperative (`Kernel::launch_grid`).
+/// `iterations` grid barriers. Launch: cooperative, the grid barrier first
+/// (`KernelArgs::grid_barrier`).
 ///
 /// # Safety
 ///

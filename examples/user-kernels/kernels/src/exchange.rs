@@ -26,7 +26,7 @@ pub fn mix(acc: u32, neighbour: u32, partner: u32) -> u32 {
 /// barrier, and folds both into its result with [`mix`]; at the end each thread writes
 /// its result to `out[global index]`.
 ///
-/// Launch: clusters of 2 blocks in x (`LaunchOptions::cluster`), a 1-D grid of an even
+/// Launch: clusters of 2 blocks in x (`LaunchConfig::cluster`), a 1-D grid of an even
 /// number of blocks of at most [`MAX_BLOCK`] threads. The host recomputes every result.
 ///
 /// # Safety

@@ -8,11 +8,12 @@ use scoped_sync::prelude::*;
 /// is even, and the other way round when odd, so after an even number of steps the
 /// result is in `a`, after an odd number in `b`.
 ///
-/// Launch: cooperative, with the [`Grid`] passed by `Kernel::launch_grid`; any 1-D
-/// shape whose blocks are all co-resident (threads stride over the cells). The host
-/// checks every cell against the same sweeps on the CPU: the same `f32` operations in
-/// the same order, so the results are equal to the bit, and a missing or broken
-/// barrier (a thread reading a neighbour from the wrong step) shows as a mismatch.
+/// Launch: cooperative, with the [`Grid`] filled in by the launch
+/// (`KernelArgs::grid_barrier`); any 1-D shape whose blocks are all co-resident
+/// (threads stride over the cells). The host checks every cell against the same sweeps
+/// on the CPU: the same `f32` operations in the same order, so the results are equal to
+/// the bit, and a missing or broken barrier (a thread reading a neighbour from the
+/// wrong step) shows as a mismatch.
 ///
 /// # Safety
 ///

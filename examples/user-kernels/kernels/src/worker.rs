@@ -15,7 +15,7 @@ pub fn answer(item: u64) -> u64 {
 /// launch return at once: a channel's endpoints are exclusive.
 ///
 /// Launch: one block, on a stream of its own, from a helper thread
-/// (`launch_beside`), while the host thread feeds it; ends when the host requests stop.
+/// (`Kernel::launch_beside`), while the host thread feeds it; ends when the host requests stop.
 ///
 /// # Safety
 ///
