@@ -104,8 +104,9 @@ impl core::error::Error for UsageError {}
 /// where the documented panic handler (`sync_device::panic_handler!`) does nothing but
 /// `trap`, a `trap` in place. A loop that contains a call, even one never taken, gets
 /// a `YIELD` at its head and convergence barriers from ptxas (sm_90 SASS), which cost a
-/// block-shared `Barrier`'s phase about a third of its time on an H100. Elsewhere, and
-/// in the checked build (which prints the error first), the same as `violated`.
+/// block-shared `Barrier`'s phase a large share of its time (docs/measurements.md,
+/// `violated_in_loop`). Elsewhere, and in the checked build (which prints the error
+/// first), the same as `violated`.
 #[inline(always)]
 #[track_caller]
 pub(crate) fn violated_in_loop(error: impl FnOnce() -> UsageError) -> ! {

@@ -87,12 +87,13 @@ pub mod grid {
     //! The words of a cooperative launch's grid barrier (`sync_device::Grid`), which the
     //! host allocates and zeroes before every launch and the device counts arrivals in.
     //!
-    //! Up to [`GRID_TWO_LEVEL_FROM`] blocks, one word: every block adds its arrival to it.
-    //! From there on, arrivals on one word queue behind each other at its L2 slice (about
-    //! 1.6 ns each on an H100), so the blocks arrive in groups of [`GRID_GROUP_BLOCKS`]: each
-    //! group's counter and its release word sit on lines of their own, and only the last
-    //! arrival of each group reaches the top counter. Every word is the first of its
-    //! 128-byte line ([`GRID_LINE_WORDS`] words), so no two hot words share a line.
+    //! Up to [`GRID_TWO_LEVEL_FROM`] blocks, one word: every block adds its arrival to
+    //! it. From there on, arrivals on one word queue behind each other at its L2 slice
+    //! (docs/measurements.md, `layout::grid`), so the blocks arrive in groups of
+    //! [`GRID_GROUP_BLOCKS`]: each group's counter and its release word sit on lines of
+    //! their own, and only the last arrival of each group reaches the top counter.
+    //! Every word is the first of its 128-byte line ([`GRID_LINE_WORDS`] words), so no
+    //! two hot words share a line.
 
     /// `u32` words per 128-byte line (the L2 line; a line is one slice's).
     pub const GRID_LINE_WORDS: usize = 32;

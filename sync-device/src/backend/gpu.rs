@@ -22,9 +22,9 @@ pub struct Gpu;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct GlobalTime(pub u64);
 
-/// Rounds of pure polling before the first sleep. (Polling for a fixed 8 µs instead,
-/// by `%globaltimer`, measured 5% slower on a semaphore hand-off on an H200: the timer
-/// read costs more than the sleeps it saves.)
+/// Rounds of pure polling before the first sleep. (Polling for a fixed time instead,
+/// by `%globaltimer`, measured slower on a semaphore hand-off: the timer read costs
+/// more than the sleeps it saves; docs/measurements.md, `POLL_ROUNDS`.)
 pub(crate) const POLL_ROUNDS: u32 = 8;
 /// First sleep, in nanoseconds; doubles each round.
 pub(crate) const FIRST_SLEEP_NS: u32 = 32;

@@ -232,8 +232,8 @@ impl MultiGrid {
     ///
     /// If `token` is not the block's last arrival.
     // Inlined, as is everything it calls on the way that succeeds: a call that takes
-    // the barrier by reference kept it in local memory, which measured 4.2 µs per phase
-    // instead of 3.9 at 132 × 1024 threads per GPU (two H100s).
+    // the barrier by reference kept it in local memory, which measured slower
+    // (docs/measurements.md, `MultiGrid`).
     #[inline]
     pub fn wait_for(
         &mut self,

@@ -121,7 +121,8 @@ impl<T> SharedSlot<T> {
         // tests of the caller's later operations on the object fold away: a
         // `Barrier<Block>` placed here loses the portable path beside its hardware
         // one (libcu++ gets the same from a `__shared__` variable's known address
-        // space). An H200's 128-thread block phase: 85.5 → 38.6 ns.
+        // space), and its phase gets much faster (docs/measurements.md,
+        // `SharedSlot::init_block_with`).
         // SAFETY: the slot lies in block-shared memory (its contract).
         unsafe { core::hint::assert_unchecked(is_shared(self.address)) };
         // SAFETY: thread 0 initialized the variable, and the block barrier ordered that

@@ -28,6 +28,14 @@ use crate::ptx::mbarrier::{self, window, MAX_EXPECTED};
 /// none): use [`BlockBarrier::with_completion`](crate::BlockBarrier) for a whole block,
 /// or [`Barrier`](crate::Barrier) at `Block` scope.
 ///
+/// `Barrier<Block>` placed in shared memory runs on the same hardware object and is the
+/// type to reach for first (a completion function, the same code on the CPU and at
+/// every scope). `SharedBarrier` is the raw `mbarrier` handle: prefer it for many
+/// barriers side by side (8 bytes each, a pipeline's stage barriers, say), for an
+/// object that the kernel's own `mbarrier` or bulk-copy PTX also uses at the same
+/// address, and for [`arrive_and_wait_parity`](Self::arrive_and_wait_parity), the
+/// cheapest block phase (docs/measurements.md).
+///
 /// Counterpart: libcu++ `cuda::barrier<thread_scope_block>` in `__shared__` memory,
 /// `cuda::ptx::mbarrier_*`.
 ///

@@ -139,8 +139,8 @@ macro_rules! two_level_form {
             // Lane 0's reply observed every group's release: its acquire fence, then
             // the warp barrier (which orders memory among the lanes) hands that to
             // every lane, and each lane releases its share of the groups (lane `l` of
-            // `n`: groups `l`, `l + n`, ...): one lane releasing all in turn cost the
-            // crowded grid (2112 × 128) about 900 ns per phase on an H200.
+            // `n`: groups `l`, `l + n`, ...): one lane releasing all in turn was far
+            // slower on a crowded grid (docs/measurements.md, `grid_arrival`).
             acquire_fence_text!("gpu"),
             "bar.warp.sync ",
             $mask,
@@ -208,7 +208,7 @@ pub(crate) unsafe fn block_phase(at: &Arrival) {
     let first_warp = u32::from(thread_in_block() < WARP_LANES);
     // Read outside the `asm` block, where the compiler can hoist it out of the caller's
     // loop: read inside, ptxas schedules the lane register's read after the first
-    // block barrier, on the path to the arrival (about 10 ns per phase on an H200).
+    // block barrier, on the path to the arrival (docs/measurements.md, `grid_arrival`).
     let lane = lane();
     let first_lane = u32::from(lane == 0);
     let threads = block_size();

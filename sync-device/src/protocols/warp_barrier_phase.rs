@@ -89,8 +89,8 @@ macro_rules! leader {
 /// `$operand` (texts). The branches are uniform: `activemask` and `match.all` give
 /// every lane the same answer. (`match.all` rather than lane 0's value shuffled and
 /// voted on: ptxas drops it where it can prove the operand uniform, a barrier passed
-/// as a kernel parameter, and where it cannot it still measured faster: an H200's
-/// every-thread `Barrier<Device>` phase 1100 → 1054 ns and 1123 → 1109 ns.)
+/// as a kernel parameter, and where it cannot it still measured faster;
+/// docs/measurements.md, `warp_barrier_phase`.)
 macro_rules! warp_together {
     ($address:literal $(, $operand:literal)*) => {
         concat!(
@@ -181,8 +181,8 @@ macro_rules! parity_poll {
 /// one (after the fence if a thread has dropped out, which makes the drops visible).
 /// Not beside every arrival: that load (from the SM's cache, which the previous phase's
 /// acquire fence had emptied) went to the contended line with every warp's arrival,
-/// and the next arrival's release fence waited for it: an H200's every-thread
-/// `Barrier<Device>` phase took 1322 ns with it and 1091 without.
+/// and the next arrival's release fence waited for it (docs/measurements.md,
+/// `warp_barrier_phase`).
 macro_rules! next_expected {
     ($q:literal, $who:tt) => {
         concat!(

@@ -110,9 +110,8 @@ pub fn thread_in_block() -> u32 {
 /// 0 of the block's first warp", of which ptxas can tell that one lane at most passes.
 /// Behind `thread_in_block() == 0` (a product of registers it cannot see through)
 /// ptxas wraps each atomic the branch guards in warp aggregation — vote, leader pick,
-/// shuffle of the reply — which a lone arrival pays in latency: a grid barrier of that
-/// shape in CUDA C++ took 855 ns per phase on an H200 against 826 without
-/// (docs/measurements.md, "`Grid::sync` by the first warp").
+/// shuffle of the reply — which a lone arrival pays in latency (docs/measurements.md,
+/// `is_block_leader`).
 #[inline(always)]
 pub(crate) fn is_block_leader() -> bool {
     let first_lane = lane() == 0;

@@ -6,9 +6,9 @@
 //! memory, which has no 64-bit atomic add, so for a generic 64-bit add ptxas emits the
 //! atomic with a shared-window test and a compare-and-swap fallback, and the thread
 //! waits for the reply of every add before it goes on. Over NVLink that is a round trip
-//! per add; in the `.global` space the add is a posted reduction (`REDG`). Measured on
-//! two H200s (docs/multi-gpu.md): a `MultiGrid` phase took 2.85 µs with the generic
-//! forms, as much as the CUDA C++ of the same design took 2.08 µs with these.
+//! per add; in the `.global` space the add is a posted reduction (`REDG`), and a
+//! `MultiGrid` phase measured far slower with the generic forms than with these
+//! (docs/measurements.md, `global_atomics`).
 
 use core::arch::asm;
 

@@ -61,7 +61,7 @@ pub(crate) unsafe fn arrive(object: u32, count: u32) -> u64 {
     if count == 1 {
         // The form without a count: ptxas emits the arrival with its count in the
         // instruction (`SYNCS.ARRIVE…A1T0`) instead of in a register (`…ART0`),
-        // which cost 37 ns per phase of a 1024-thread block on an H100.
+        // which measured slower (docs/measurements.md, `mbarrier::arrive`).
         // SAFETY: per the contract.
         unsafe {
             asm!(
@@ -180,10 +180,11 @@ unsafe impl<S: Scope> HardwareBarrier for Mbarrier<S> {
     } else {
         0
     };
-    /// Measured on an H100: the first `mbarrier` instruction on zero bytes (a probe
-    /// kernel: an arrive, then a test or try wait) ends the kernel with "unspecified
-    /// launch failure". `tests/gpu_device_checks.rs` ("not placed") checks in the
-    /// release build, on every run of the GPU suite, that such a kernel still ends.
+    /// Measured on sm_90 (Hopper): the first `mbarrier` instruction on zero bytes (a
+    /// probe kernel: an arrive, then a test or try wait) ends the kernel with
+    /// "unspecified launch failure". `tests/gpu_device_checks.rs` ("not placed") checks
+    /// in the release build, on every run of the GPU suite, that such a kernel still
+    /// ends.
     const FAULTS_ON_UNPLACED: bool = true;
 
     #[inline(always)]

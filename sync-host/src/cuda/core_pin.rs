@@ -2,9 +2,8 @@
 //! host–GPU round trips.
 //!
 //! A round trip through mapped memory costs differently from different host cores
-//! (the path from a core to the line's cache slice and to the PCIe root differs):
-//! measured on an H100 machine with `scripts/gpu-mapped-line.cu`, the same line took
-//! 1.82 to 2.10 µs depending on the core (1.87 to 2.04 on its first line). A thread the scheduler moves between two
+//! (the path from a core to the line's cache slice and to the PCIe root differs;
+//! docs/measurements.md, `CorePin`). A thread the scheduler moves between two
 //! measurements compares cores, not protocols.
 
 /// While it lives, the thread that made it runs only on the core it was on (Linux;

@@ -66,9 +66,9 @@ pub enum CudaError {
     /// misuse. The checked kernels print why on the program's standard output first.
     /// The CUDA context is lost (the error is sticky): later calls on it fail too.
     ///
-    /// The driver reports a trap as `CUDA_ERROR_LAUNCH_FAILED` (an H100 with driver
-    /// 580) or `CUDA_ERROR_ILLEGAL_INSTRUCTION`; both map here, so another device
-    /// exception reported with one of those codes lands here too.
+    /// The driver reports a trap as `CUDA_ERROR_LAUNCH_FAILED` (a Hopper GPU, sm_90,
+    /// with driver 580) or `CUDA_ERROR_ILLEGAL_INSTRUCTION`; both map here, so another
+    /// device exception reported with one of those codes lands here too.
     KernelTrapped {
         /// What we were doing when the driver reported it.
         operation: &'static str,
@@ -90,10 +90,10 @@ impl CudaError {
         operation: &'static str,
     ) -> impl FnOnce(cudarc::driver::DriverError) -> Self {
         move |error| {
-            // What `trap` ends a kernel with: `CUDA_ERROR_LAUNCH_FAILED` on an H100
-            // with driver 580 (measured, tests/gpu_device_checks.rs), illegal
-            // instruction on other GPUs and drivers. The project's kernels trap on
-            // broken preconditions and scope misuse.
+            // What `trap` ends a kernel with: `CUDA_ERROR_LAUNCH_FAILED` on a Hopper
+            // GPU (sm_90) with driver 580 (measured, tests/gpu_device_checks.rs),
+            // illegal instruction on other GPUs and drivers. The project's kernels
+            // trap on broken preconditions and scope misuse.
             if matches!(
                 error.0,
                 sys::CUresult::CUDA_ERROR_LAUNCH_FAILED

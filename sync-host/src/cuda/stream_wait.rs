@@ -110,7 +110,8 @@ pub enum StreamMemOpError {
     /// [`Runtime::zeros`](super::Runtime::zeros) and
     /// [`Runtime::upload`](super::Runtime::upload) allocate where pools are
     /// supported), which the driver refuses for stream memory operations
-    /// (`CUDA_ERROR_INVALID_VALUE`, measured on an H100 with driver 580.159.04).
+    /// (`CUDA_ERROR_INVALID_VALUE`, measured on a Hopper GPU, sm_90, with driver
+    /// 580.159.04).
     Pooled {
         /// The address passed.
         address: u64,

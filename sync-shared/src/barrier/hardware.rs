@@ -185,8 +185,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     ///
     /// Arrivals check their token instead ([`check_token`](Self::check_token)) and
     /// load this only in the checked build: even issued between the arrival and the
-    /// wait, off the path from one to the other, the load took a 128-thread block's
-    /// phase from 58 to 102 ns on an H100 (docs/measurements.md). The parity waits,
+    /// wait, off the path from one to the other, the load made a block's phase far
+    /// slower (docs/measurements.md, `Barrier::placed_marker`). The parity waits,
     /// which have no token, load it.
     #[inline(always)]
     pub(super) fn placed_marker(&self) -> u32 {
@@ -194,8 +194,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     }
 
     /// In the checked build of the kernels, traps with its message before an
-    /// operation's first hardware instruction unless the barrier was placed: on an
-    /// H100 the hardware instructions on an unplaced object's zero bytes ended the
+    /// operation's first hardware instruction unless the barrier was placed: on sm_90
+    /// (Hopper) the hardware instructions on an unplaced object's zero bytes ended the
     /// kernel before the token check could print why.
     #[inline(always)]
     #[track_caller]
@@ -383,19 +383,18 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// the release build of the kernels nothing else, so that a loop of phases runs
     /// at the hardware's pace.
     ///
-    /// On an H200, 132 blocks of 128 threads, any instruction besides the wait that
-    /// reads the arrival's state (one compare for the token check, before or after
-    /// the wait, as a branch or a predicated `trap`) took a phase from 38.6 to 49.6–51.7
-    /// ns (`SharedBarrier`'s loop: 36.8; libcu++'s 45.7): the warp stalls until the
-    /// state comes back, and the last arrival's stall is the phase's. So the token is
-    /// checked only where the hardware would not catch an unplaced barrier itself
-    /// ([`HardwareBarrier::FAULTS_ON_UNPLACED`]; sm_90's `mbarrier` does, and
-    /// `tests/gpu_device_checks.rs` checks that such a kernel still ends), before any
-    /// retry, so that a broken precondition traps instead of waiting for a phase that
-    /// never completes; the checked build of the kernels tests the marker before the
-    /// arrival and prints why. Nothing here calls a function in the release build of
-    /// the kernels ([`violated_in_loop_unless`]), so this adds no call to a caller's
-    /// loop of phases.
+    /// Any instruction besides the wait that reads the arrival's state (one compare for
+    /// the token check, before or after the wait, as a branch or a predicated `trap`)
+    /// slows the phase (docs/measurements.md, `Barrier::arrive_and_wait_in_hardware`):
+    /// the warp stalls until the state comes back, and the last arrival's stall is the
+    /// phase's. So the token is checked only where the hardware would not catch an
+    /// unplaced barrier itself ([`HardwareBarrier::FAULTS_ON_UNPLACED`]; sm_90's
+    /// `mbarrier` does, and `tests/gpu_device_checks.rs` checks that such a kernel still
+    /// ends), before any retry, so that a broken precondition traps instead of waiting
+    /// for a phase that never completes; the checked build of the kernels tests the
+    /// marker before the arrival and prints why. Nothing here calls a function in the
+    /// release build of the kernels ([`violated_in_loop_unless`]), so this adds no call
+    /// to a caller's loop of phases.
     #[inline(always)]
     #[track_caller]
     pub(super) fn arrive_and_wait_in_hardware(&self) {

@@ -351,8 +351,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
     /// [`arrive`](Self::arrive) by a thread that runs alone by construction and
     /// arrives on behalf of others (a GPU block's thread 0 in `WholeBlock`): skips the
     /// backend's grouping of threads that arrive together, whose code (even the test
-    /// that finds a lane alone) cost each phase of a device barrier with one arrival
-    /// per block about 4% on an H100 and an H200 (docs/measurements.md).
+    /// that finds a lane alone) slowed each phase of a device barrier with one arrival
+    /// per block (docs/measurements.md, `Barrier::arrive_alone`).
     #[doc(hidden)]
     #[inline]
     #[track_caller]
@@ -488,9 +488,9 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             // it does not, the call stays in the caller's loop, on the branch the
             // hardware form never takes, and costs that loop all the same: ptxas puts
             // a `YIELD` at the head of a loop that contains a call and keeps the
-            // object's address out of the uniform registers (a 128-thread block's
-            // phase 53 -> 86 ns on an H100; docs/measurements.md). Inlined, the
-            // portable path's spin loops and branches cost more (93 ns).
+            // object's address out of the uniform registers. Inlined, the portable
+            // path's spin loops and branches cost more (docs/measurements.md,
+            // `Barrier::arrive_and_wait`).
             self.arrive_and_wait_outlined();
         } else {
             let token = self.arrive(1);

@@ -86,8 +86,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         let (before, guess) = if group.is_alone() {
             let before = self.add_arrivals(n);
             // Read while the add is on its way: after its reply, the read put one more
-            // round trip on every phase whose arrivals come one per block (H100,
-            // `Barrier<Device>` + `WholeBlock`, 132×128: 1369 -> 1101 ns).
+            // round trip on every phase whose arrivals come one per block
+            // (docs/measurements.md, `Barrier::arrive_unchecked`).
             let guess = B::load_cached(&self.expected);
             self.check_arrivals(before, n);
             (before, guess)
@@ -99,8 +99,8 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             });
             // Read after the add: before it, the read would hold the add's release
             // back until it returned. (Beside the add, with the leader's reply
-            // broadcast with it, every lane waited for the read: a warp per arrival
-            // measured about 1570 -> 1790 ns on an H100.)
+            // broadcast with it, every lane waited for the read, and a warp per
+            // arrival measured slower; docs/measurements.md, `Barrier::arrive_unchecked`.)
             (before, B::load_cached(&self.expected))
         };
         if before & OPEN == 0 {

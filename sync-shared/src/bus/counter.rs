@@ -24,9 +24,9 @@ use super::{misuse, BusWord, Side, SideKind, SideLine, BUS_COUNT_MAX, EXCLUSIVE}
 use crate::primitive::{const_fn, Ordering};
 
 /// The published words of both sides on one 64-byte line. A round trip (one side
-/// publishes, the other answers) then moves one cache line across the bus: measured on
-/// an H200, 1.8 µs, as raw spinning on one word, against 2.7 µs with the two words on
-/// two lines.
+/// publishes, the other answers) then moves one cache line across the bus, as raw
+/// spinning on one word does; with the two words on two lines it measured slower
+/// (docs/measurements.md, `BusPair`).
 #[repr(C, align(64))]
 pub(crate) struct BusPair {
     host: BusWord,

@@ -1,6 +1,7 @@
 //! Objects that CPU threads and GPU threads use at the same time, in memory both reach
 //! across a bus that cannot read-modify-write one word for both (PCIe with
-//! `hostNativeAtomicSupported = 0`, as on the H100/H200 machines of this project).
+//! `hostNativeAtomicSupported = 0`, as on the GPU machines measured in
+//! docs/measurements.md).
 //!
 //! CUDA's atomicity rule for pinned mapped memory on such a machine: a system-scope
 //! read-modify-write is *not* atomic; only naturally aligned loads and stores are, and
