@@ -19,7 +19,7 @@ use crate::error::{
 };
 use crate::primitive::Ordering;
 use crate::scope::Scope;
-use crate::wait::{Limits, StopScope};
+use crate::wait::Limits;
 
 /// A hardware barrier object: a 64-bit word that only the backend's barrier
 /// instructions touch, with phases, an expected count, arrivals that return a state
@@ -357,10 +357,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         }
     }
 
-    pub(super) fn wait_in_hardware<T: StopScope<B>>(
+    pub(super) fn wait_in_hardware(
         &self,
         state: u64,
-        limits: &Limits<'_, S, B, T>,
+        limits: &Limits<'_, S, B>,
     ) -> Result<(), Interrupted> {
         let object = self.hardware.get();
         loop {
