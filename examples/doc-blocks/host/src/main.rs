@@ -1,7 +1,8 @@
-//! The README's host program (section 2), compiled as written there; `worker.rs` holds
-//! the host side of section 3.
+//! The README's host program (section 2), compiled as written there; `launches.rs`
+//! holds its launch shapes, `worker.rs` the host side of section 3.
 
 mod crate_docs;
+mod launches;
 mod worker;
 
 use scoped_sync::cuda::{EmbeddedModule, KernelArgs, LaunchConfig, Runtime};
