@@ -127,7 +127,8 @@ impl<'s> LaunchConfig<'s> {
 /// `sync_device::Grid` parameter gets it with [`grid_barrier`](Self::grid_barrier).
 ///
 /// A device buffer's address is taken at launch, on the launch's stream, as cudarc's
-/// own launches take it (so cudarc's stream-ordering of the buffer holds).
+/// own launches take it (so cudarc's stream-ordering of the buffer holds). A list can
+/// be cloned for launches that repeat it.
 ///
 /// # Examples
 ///
@@ -146,7 +147,7 @@ impl<'s> LaunchConfig<'s> {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub struct KernelArgs<'a> {
     params: Vec<Param<'a>>,
 }
@@ -160,6 +161,7 @@ impl std::fmt::Debug for KernelArgs<'_> {
 }
 
 /// One parameter, as the launch will pass it (public only to the sealed trait).
+#[derive(Clone)]
 pub enum Param<'a> {
     /// The parameter's bytes, little-endian in 8-byte slots (the driver copies the
     /// parameter's size from the front).
@@ -675,6 +677,13 @@ mod tests {
         // SAFETY: plain data.
         unsafe impl cudarc::driver::DeviceRepr for Wide {}
         let _ = KernelArgs::new().value(&Wide(1));
+    }
+
+    #[test]
+    fn a_cloned_list_passes_the_same_parameters() {
+        let args = KernelArgs::new().arg(7_u32).grid_barrier().arg(-2_i64);
+        assert_eq!(words(&args.clone()), words(&args));
+        assert!(args.clone().has_grid_barrier());
     }
 
     #[test]
