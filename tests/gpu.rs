@@ -267,3 +267,37 @@ fn stop_callbacks_kept_in_slots_run_once_and_free_their_slots() {
         );
     });
 }
+
+/// A device-scope stop source ends waits on block-scope objects in shared memory (a
+/// semaphore, a latch, a barrier): the token may be wider than the object, and the
+/// wait reads it at the token's scope, so a request from another block reaches it.
+#[test]
+fn a_device_stop_ends_block_scope_waits_in_shared_memory() {
+    let Some(gpu) = runtime() else { return };
+    let kernel = gpu.kernel("block_waits_end_at_a_device_stop").unwrap();
+    let grid = gpu.sm_count().unwrap().min(32);
+    for _ in 0..20 {
+        let source = gpu.new_stop_source().unwrap();
+        let results = gpu.zeros::<u32>(5).unwrap();
+        // SAFETY: (stop source, five u32 results) is the kernel's signature; both
+        // outlive it (the download waits for it).
+        unsafe {
+            kernel.launch(
+                LaunchConfig::new(grid, 64),
+                KernelArgs::new().arg(&source).arg(&results),
+            )
+        }
+        .unwrap();
+        let waiters = grid - 1;
+        let [semaphore, latch, barrier, registered, first]: [u32; 5] =
+            gpu.download(&results).unwrap().try_into().unwrap();
+        assert_eq!(registered, 3 * waiters);
+        assert_eq!(first, 1, "the one request is the first");
+        assert_eq!(
+            semaphore, waiters,
+            "every semaphore wait ended with Stopped"
+        );
+        assert_eq!(latch, waiters, "every latch wait ended with Stopped");
+        assert_eq!(barrier, waiters, "every barrier wait ended with Stopped");
+    }
+}

@@ -32,6 +32,7 @@ mod litmus_host;
 mod peer;
 mod primitive_costs;
 mod sanitize;
+mod stop_scopes;
 
 use sync_device::ptx_atomics::PtxScope;
 use sync_shared::scope::Device;

@@ -42,11 +42,11 @@ use crate::backend::{Backend, Word};
 use crate::error::{violated, Interrupted, Stopped, UsageError, UsageErrorKind};
 use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
-use crate::scope::Scope;
+use crate::scope::{Includes, Scope};
 use crate::semaphore::SEMAPHORE_MAX;
 use crate::stop_token::StopToken;
 use crate::update::update;
-use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
+use crate::wait::{announce_with_flag, wait_until, Limits, Spin, StopScope};
 
 /// A thread holds the queue lock.
 const LOCKED: u32 = 1;
@@ -364,8 +364,13 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
                 .is_ok()
     }
 
-    /// Queues until it takes a unit, or until `stop` is requested.
-    pub fn acquire_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+    /// Queues until it takes a unit, or until `stop` is requested. The token may be of
+    /// a wider scope than the semaphore's: the wait reads it at the token's scope.
+    pub fn acquire_stoppable<T>(&self, stop: StopToken<'_, T, B>) -> Result<(), Stopped>
+    where
+        T: Includes<S>,
+        B: Backend<T>,
+    {
         let () = Self::STACK_NODES_WORK;
         if self.try_acquire() {
             return Ok(());
@@ -394,11 +399,15 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     }
 
     /// [`acquire_stoppable`](Self::acquire_stoppable), queuing in `slot`.
-    pub fn acquire_stoppable_in(
+    pub fn acquire_stoppable_in<T>(
         &self,
         slot: &mut WaiterSlot,
-        stop: StopToken<'_, S, B>,
-    ) -> Result<(), Stopped> {
+        stop: StopToken<'_, T, B>,
+    ) -> Result<(), Stopped>
+    where
+        T: Includes<S>,
+        B: Backend<T>,
+    {
         if self.try_acquire() {
             return Ok(());
         }
@@ -407,9 +416,9 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> FairSemaphore<S, B, MAX> {
     }
 
     #[cold]
-    fn acquire_slow(
+    fn acquire_slow<T: StopScope<B>>(
         &self,
-        limits: &Limits<'_, S, B>,
+        limits: &Limits<'_, S, B, T>,
         slot: &mut WaiterSlot,
     ) -> Result<(), Interrupted> {
         limits.check()?;

@@ -26,10 +26,10 @@ use crate::backend::{Backend, Word};
 use crate::error::{violated, Interrupted, Stopped, UsageError, UsageErrorKind};
 use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
-use crate::scope::Scope;
+use crate::scope::{Includes, Scope};
 use crate::stop_token::StopToken;
 use crate::update::{combined_take, update};
-use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
+use crate::wait::{announce_with_flag, wait_until, Limits, Spin, StopScope};
 
 /// At least one thread may be parked on the word.
 const SLEEPERS: u32 = 1 << 31;
@@ -174,7 +174,10 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
         B::load(&self.state, Ordering::Acquire) & COUNT == 0
     }
 
-    fn wait_limited(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
+    fn wait_limited<T: StopScope<B>>(
+        &self,
+        limits: &Limits<'_, S, B, T>,
+    ) -> Result<(), Interrupted> {
         wait_until(
             &self.state,
             Ordering::Acquire,
@@ -202,8 +205,13 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
         self.wait_limited(&Limits::until(deadline)).is_ok()
     }
 
-    /// Waits for zero, or until `stop` is requested.
-    pub fn wait_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+    /// Waits for zero, or until `stop` is requested. The token may be of a wider scope
+    /// than the latch's: the wait reads it at the token's scope.
+    pub fn wait_stoppable<T>(&self, stop: StopToken<'_, T, B>) -> Result<(), Stopped>
+    where
+        T: Includes<S>,
+        B: Backend<T>,
+    {
         self.wait_limited(&Limits::stop(stop)).map_err(|_| Stopped)
     }
 

@@ -29,10 +29,10 @@ use crate::backend::{Backend, Word};
 use crate::error::{violated, Interrupted, Stopped, UsageError, UsageErrorKind};
 use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
-use crate::scope::Scope;
+use crate::scope::{Includes, Scope};
 use crate::stop_token::StopToken;
 use crate::update::{update, update_from};
-use crate::wait::{wait_until, Limits, Spin};
+use crate::wait::{wait_until, Limits, Spin, StopScope};
 
 /// The largest `MAX` a semaphore accepts, and the default: 2³⁰ − 1. (The fair
 /// semaphore needs the headroom of a 32-bit word for its waiting tickets.)
@@ -216,8 +216,14 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         self.try_acquire() || self.acquire_slow(&Limits::until(deadline)).is_ok()
     }
 
-    /// Blocks until it takes a unit, or until `stop` is requested.
-    pub fn acquire_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+    /// Blocks until it takes a unit, or until `stop` is requested. The token may be of
+    /// a wider scope than the semaphore's (a device-wide stop source for a block's
+    /// semaphore): the wait reads it at the token's scope.
+    pub fn acquire_stoppable<T>(&self, stop: StopToken<'_, T, B>) -> Result<(), Stopped>
+    where
+        T: Includes<S>,
+        B: Backend<T>,
+    {
         if self.try_acquire() {
             return Ok(());
         }
@@ -235,7 +241,10 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     }
 
     #[cold]
-    fn acquire_slow(&self, limits: &Limits<'_, S, B>) -> Result<(), Interrupted> {
+    fn acquire_slow<T: StopScope<B>>(
+        &self,
+        limits: &Limits<'_, S, B, T>,
+    ) -> Result<(), Interrupted> {
         let mut round = 0;
         loop {
             if self.try_acquire() {

@@ -18,42 +18,53 @@ use crate::stop_token::{StopCallback, StopSource, StopToken};
 /// which bounds the latency of that rare case.
 const STOP_RECHECK: Duration = Duration::from_millis(2);
 
-/// What may end a wait besides its condition.
-pub(crate) struct Limits<'a, S: Scope, B: Backend<S>> {
+/// What may end a wait besides its condition: a deadline, or a stop token of scope `T`,
+/// which is the wait's own scope `S` or a wider one (a block's semaphore stopped by a
+/// device-wide source, say). The token's words are read at its own scope, so a stop
+/// requested anywhere in `T` reaches the wait.
+pub(crate) struct Limits<'a, S: Scope, B: Backend<S>, T: StopScope<B> = S> {
     deadline: Option<B::Instant>,
-    stop: StopToken<'a, S, B>,
+    stop: Option<&'a T::Source>,
 }
 
 impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
     /// Wait for ever.
     pub(crate) const NONE: Self = Self {
         deadline: None,
-        stop: StopToken::none(),
+        stop: None,
     };
 
     pub(crate) fn until(deadline: B::Instant) -> Self {
         Self {
             deadline: Some(deadline),
-            stop: StopToken::none(),
+            stop: None,
         }
     }
 
     pub(crate) fn within(duration: Duration) -> Self {
         Self::until(B::after(B::now(), duration))
     }
+}
 
-    pub(crate) fn stop(stop: StopToken<'a, S, B>) -> Self {
+impl<'a, S: Scope, B: Backend<S>, T: StopScope<B>> Limits<'a, S, B, T> {
+    /// Until stop is requested through `stop` (a token of no source: for ever).
+    pub(crate) fn stop(stop: StopToken<'a, T, B>) -> Self
+    where
+        B: Backend<T>,
+    {
         Self {
             deadline: None,
-            stop,
+            stop: T::source_of(stop),
         }
     }
 
     /// Whether the wait must end now (two predictable branches when unbounded).
     #[inline]
     pub(crate) fn check(&self) -> Result<(), Interrupted> {
-        if self.stop.stop_requested() {
-            return Err(Interrupted::Stopped);
+        if let Some(source) = self.stop {
+            if T::stop_requested(source) {
+                return Err(Interrupted::Stopped);
+            }
         }
         match self.deadline {
             Some(deadline) if B::now() >= deadline => Err(Interrupted::TimedOut),
@@ -64,34 +75,98 @@ impl<'a, S: Scope, B: Backend<S>> Limits<'a, S, B> {
     /// Sleeps while `word == value`, within the limits.
     ///
     /// A stoppable sleep registers a stop callback that wakes `word`, then sleeps on
-    /// both `word` and the stop source's word ([`Backend::park_unless`]): a stop that
-    /// comes before the sleep changed the source's word, so the sleep does not begin;
-    /// one that comes after wakes it through the callback. Backends whose sleep polls
-    /// (no `wake_*` needed) skip the callback: their `park_unless` sees the stop itself.
+    /// both `word` and the stop source's word ([`Backend::park_unless`], at the
+    /// token's scope): a stop that comes before the sleep changed the source's word, so
+    /// the sleep does not begin; one that comes after wakes it through the callback.
+    /// Backends whose sleep polls (no `wake_*` needed) skip the callback: their
+    /// `park_unless` sees the stop itself.
     fn park(&self, word: &Word, value: u32) {
-        let Some(source) = self.stop.source() else {
+        let Some(source) = self.stop else {
             B::park(word, value, self.deadline);
             return;
         };
-        let waker = pin!(StopCallback::new(self.stop, || B::wake_all(word)));
-        if B::PARK_NEEDS_WAKE {
+        let sleep_in_slices = || {
+            let recheck = B::after(B::now(), STOP_RECHECK);
+            let until = match self.deadline {
+                Some(deadline) if deadline < recheck => deadline,
+                _ => recheck,
+            };
+            B::park(word, value, Some(until));
+        };
+        T::park_unless_stopped(
+            source,
+            word,
+            value,
+            B::PARK_NEEDS_WAKE,
+            <B as Backend<S>>::wake_all,
+            &sleep_in_slices,
+        );
+    }
+}
+
+/// A scope whose stop tokens a wait of backend `B` can honour (every scope `B` runs
+/// at): the stop source's words read at that scope, however narrow the wait's own.
+pub(crate) trait StopScope<B>: Scope {
+    /// `StopSource<Self, B>`.
+    type Source;
+
+    /// The source `token` observes, if any.
+    fn source_of(token: StopToken<'_, Self, B>) -> Option<&'_ Self::Source>
+    where
+        B: Backend<Self>;
+
+    /// Whether stop has been requested on `source` (acquire ordering).
+    fn stop_requested(source: &Self::Source) -> bool;
+
+    /// Sleeps on `word` (while it holds `value`) unless stop is requested on `source`:
+    /// with a stop callback that runs `wake(word)` registered first where the sleep
+    /// needs a wake-up (`needs_wake`), then `park_unless` on both words at this scope,
+    /// or, where the backend cannot compare both, `sleep_in_slices`.
+    fn park_unless_stopped(
+        source: &Self::Source,
+        word: &Word,
+        value: u32,
+        needs_wake: bool,
+        wake: fn(&Word),
+        sleep_in_slices: &dyn Fn(),
+    );
+}
+
+impl<T: Scope, B: Backend<T>> StopScope<B> for T {
+    type Source = StopSource<T, B>;
+
+    #[inline]
+    fn source_of(token: StopToken<'_, T, B>) -> Option<&'_ StopSource<T, B>> {
+        token.source()
+    }
+
+    #[inline]
+    fn stop_requested(source: &StopSource<T, B>) -> bool {
+        source.stop_requested()
+    }
+
+    fn park_unless_stopped(
+        source: &StopSource<T, B>,
+        word: &Word,
+        value: u32,
+        needs_wake: bool,
+        wake: fn(&Word),
+        sleep_in_slices: &dyn Fn(),
+    ) {
+        let waker = pin!(StopCallback::new(source.token(), || wake(word)));
+        if needs_wake {
             waker.as_ref().register();
         }
         // After the registration: a stop before it ran the waker already, to no one,
         // and shows here.
         let stop_state = B::load(source.state_word(), Ordering::Relaxed);
-        if StopSource::<S, B>::is_stop(stop_state) {
+        if StopSource::<T, B>::is_stop(stop_state) {
             return;
         }
-        if B::park_unless(word, value, source.state_word(), stop_state, self.deadline) {
+        if B::park_unless(word, value, source.state_word(), stop_state, None) {
             return;
         }
-        let recheck = B::after(B::now(), STOP_RECHECK);
-        let until = match self.deadline {
-            Some(deadline) if deadline < recheck => deadline,
-            _ => recheck,
-        };
-        B::park(word, value, Some(until));
+        sleep_in_slices();
     }
 }
 
@@ -138,10 +213,10 @@ pub(crate) fn announce_with_flag<S: Scope, B: Backend<S>>(
 /// word also wakes parked threads (typically by setting a "sleepers" bit with a CAS),
 /// and return the value to sleep on; `None` means the word changed meanwhile.
 #[inline]
-pub(crate) fn wait_until<S: Scope, B: Backend<S>>(
+pub(crate) fn wait_until<S: Scope, B: Backend<S>, T: StopScope<B>>(
     word: &Word,
     order: Ordering,
-    limits: &Limits<'_, S, B>,
+    limits: &Limits<'_, S, B, T>,
     spin: Spin,
     ready: impl Fn(u32) -> bool,
     announce: impl Fn(u32) -> Option<u32>,
@@ -174,10 +249,10 @@ fn finish_poll<S: Scope, B: Backend<S>>(order: Ordering) {
 }
 
 #[cold]
-fn wait_slow<S: Scope, B: Backend<S>>(
+fn wait_slow<S: Scope, B: Backend<S>, T: StopScope<B>>(
     word: &Word,
     order: Ordering,
-    limits: &Limits<'_, S, B>,
+    limits: &Limits<'_, S, B, T>,
     spin: Spin,
     ready: &dyn Fn(u32) -> bool,
     announce: &dyn Fn(u32) -> Option<u32>,

@@ -19,7 +19,7 @@ use crate::error::{
 };
 use crate::primitive::Ordering;
 use crate::scope::Scope;
-use crate::wait::Limits;
+use crate::wait::{Limits, StopScope};
 
 /// A hardware barrier object: a 64-bit word that only the backend's barrier
 /// instructions touch, with phases, an expected count, arrivals that return a state
@@ -357,10 +357,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         }
     }
 
-    pub(super) fn wait_in_hardware(
+    pub(super) fn wait_in_hardware<T: StopScope<B>>(
         &self,
         state: u64,
-        limits: &Limits<'_, S, B>,
+        limits: &Limits<'_, S, B, T>,
     ) -> Result<(), Interrupted> {
         let object = self.hardware.get();
         loop {

@@ -82,9 +82,9 @@ use crate::backend::{Backend, Word};
 use crate::error::{violated, Interrupted, Stopped, UsageError, UsageErrorKind};
 use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
-use crate::scope::Scope;
+use crate::scope::{Includes, Scope};
 use crate::stop_token::StopToken;
-use crate::wait::Limits;
+use crate::wait::{Limits, StopScope};
 
 pub mod hardware;
 mod portable;
@@ -389,10 +389,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         self.arrive_checked("Barrier::arrive", n)
     }
 
-    fn wait_phase(
+    fn wait_phase<T: StopScope<B>>(
         &self,
         token: &ArrivalToken,
-        limits: &Limits<'_, S, B>,
+        limits: &Limits<'_, S, B, T>,
     ) -> Result<(), Interrupted> {
         if token.complete {
             return Ok(());
@@ -434,12 +434,17 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         self.wait_phase(token, &Limits::until(deadline)).is_ok()
     }
 
-    /// Waits for the phase of `token`, or until `stop` is requested.
-    pub fn wait_stoppable(
+    /// Waits for the phase of `token`, or until `stop` is requested. The stop token
+    /// may be of a wider scope than the barrier's: the wait reads it at its own scope.
+    pub fn wait_stoppable<T>(
         &self,
         token: ArrivalToken,
-        stop: StopToken<'_, S, B>,
-    ) -> Result<(), Stopped> {
+        stop: StopToken<'_, T, B>,
+    ) -> Result<(), Stopped>
+    where
+        T: Includes<S>,
+        B: Backend<T>,
+    {
         self.wait_phase(&token, &Limits::stop(stop))
             .map_err(|_| Stopped)
     }
@@ -510,7 +515,11 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
 
     /// Arrives once and waits for the phase, or until `stop` is requested.
     #[track_caller]
-    pub fn arrive_and_wait_stoppable(&self, stop: StopToken<'_, S, B>) -> Result<(), Stopped> {
+    pub fn arrive_and_wait_stoppable<T>(&self, stop: StopToken<'_, T, B>) -> Result<(), Stopped>
+    where
+        T: Includes<S>,
+        B: Backend<T>,
+    {
         let token = self.arrive(1);
         self.wait_stoppable(token, stop)
     }

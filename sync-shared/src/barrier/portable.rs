@@ -13,7 +13,7 @@ use crate::error::{violated, Interrupted, UsageError, UsageErrorKind};
 use crate::primitive::Ordering;
 use crate::scope::Scope;
 use crate::update::{combined_add, combined_add_in, update};
-use crate::wait::{announce_with_flag, wait_until, Limits, Spin};
+use crate::wait::{announce_with_flag, wait_until, Limits, Spin, StopScope};
 
 /// The operation an unchecked arrival's panics name.
 const ARRIVE: &str = "Barrier::arrive";
@@ -261,7 +261,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             let slice = Limits::NONE;
             // `Err`: a slice passed; look again (the loop's first check).
             // Acquire: an arrival that waited for a completion sees what it wrote.
-            if let Ok(started) = wait_until::<S, B>(
+            if let Ok(started) = wait_until::<S, B, _>(
                 &self.state,
                 Ordering::Acquire,
                 &slice,
@@ -360,10 +360,10 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
         announce_with_flag::<S, B>(&self.state, value, SLEEPERS)
     }
 
-    pub(super) fn wait_portable(
+    pub(super) fn wait_portable<T: StopScope<B>>(
         &self,
         parity: bool,
-        limits: &Limits<'_, S, B>,
+        limits: &Limits<'_, S, B, T>,
     ) -> Result<(), Interrupted> {
         let phase = if parity { PARITY } else { 0 };
         wait_until(
