@@ -19,8 +19,8 @@
 //!   GPU side word attached);
 //! - the legal uses beside them never trap, in either build, including one object
 //!   used by a different block in each of two launches, and a barrier placed in
-//!   dynamic shared memory with `init_in_place` (whose phases check each other's
-//!   writes).
+//!   dynamic shared memory with `init_in_place` and an array of barriers placed by
+//!   `SharedSlot::init_block` (whose phases check each other's writes).
 //!
 //! A trap poisons the CUDA context for the rest of the process, so every case runs in
 //! a child process: this binary (no libtest harness) runs itself again with the case
@@ -180,6 +180,12 @@ const CASES: &[Case] = &[
         expect: Expect::Runs,
     },
     Case {
+        id: "block_barrier_array_placed",
+        name: "[Barrier<Block>; 2] in shared memory, init_block",
+        run: block_barrier_array_placed,
+        expect: Expect::Runs,
+    },
+    Case {
         id: "bus_object_not_placed",
         name: "bus object in mapped memory, not placed",
         run: bus_object_not_placed,
@@ -332,6 +338,11 @@ fn block_barrier_init_in_place(gpu: &Gpu) -> Result<(), CudaError> {
     // needs for a block of THREADS.
     unsafe { kernel.launch(config, args) }?;
     stream.synchronize()
+}
+
+fn block_barrier_array_placed(gpu: &Gpu) -> Result<(), CudaError> {
+    let args = KernelArgs::new().arg(100_u32);
+    launch(gpu, "check_block_barrier_array_placed", 1, 1024, None, args)
 }
 
 fn bus_object_not_placed(gpu: &Gpu) -> Result<(), CudaError> {

@@ -20,6 +20,7 @@
 //! | `check_block_barrier_placed_after_use` | 1 thread | places a barrier that has taken an arrival | trap | message, trap |
 //! | `check_block_barrier_above_hardware` | 1 thread | places a barrier of 2²⁰ in shared memory | trap | message, trap |
 //! | `check_block_barrier_init_in_place` | 1 block, dynamic shared memory | `init_in_place`, then phases that check each other's writes | runs | runs |
+//! | `check_block_barrier_array_placed` | 1 block of up to 1024 | `init_block` of an array of two barriers, then phases on each in turn that check each other's writes | runs | runs |
 //! | `check_bus_object_not_placed` | 1 thread | `request_stop` on a `BusStopSource` written into mapped memory by hand, not placed | trap | message, trap |
 
 use sync_device::{
@@ -279,6 +280,36 @@ pub unsafe extern "gpu-kernel" fn check_block_barrier_init_in_place(rounds: u32)
         let theirs = unsafe { words.add(next as usize).read_volatile() };
         assert!(theirs == round * 4096 + next);
         barrier.arrive_and_wait();
+    }
+}
+
+/// An array of two `Barrier<Block>` placed by `SharedSlot::init_block` (each element
+/// must become a hardware barrier); then `rounds` rounds in which every thread writes
+/// its word, meets the others at the first barrier, checks its neighbour's, and meets
+/// them at the second before the next write.
+///
+/// # Safety
+///
+/// One block of at most 1024 threads.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn check_block_barrier_array_placed(rounds: u32) {
+    let barriers = shared!(CHECK_BLOCK_BARRIER_ARRAY: [Barrier<Block, Gpu>; 2]);
+    let words = shared!(CHECK_BLOCK_BARRIER_ARRAY_WORDS: [u32; 1024]).as_ptr().cast::<u32>();
+    let threads = block_size();
+    // SAFETY: every thread of the block runs this once.
+    let [write_done, read_done] =
+        unsafe { barriers.init_block([Barrier::new(threads), Barrier::new(threads)]) };
+    assert!(write_done.uses_hardware() && read_done.uses_hardware());
+    let me = thread_in_block();
+    let next = (me + 1) % threads;
+    for round in 0..rounds {
+        // SAFETY: one word per thread (at most 1024); the barriers order the accesses.
+        unsafe { words.add(me as usize).write_volatile(round * 4096 + me) };
+        write_done.arrive_and_wait();
+        // SAFETY: as above.
+        let theirs = unsafe { words.add(next as usize).read_volatile() };
+        assert!(theirs == round * 4096 + next);
+        read_done.arrive_and_wait();
     }
 }
 

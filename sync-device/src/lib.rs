@@ -39,10 +39,6 @@
 // On host targets the items are compiled out, so the links above have no target there.
 #![cfg_attr(not(target_arch = "nvptx64"), allow(rustdoc::broken_intra_doc_links))]
 #![cfg_attr(target_arch = "nvptx64", feature(asm_experimental_arch))]
-// `SharedSlot::init_block` places a `Barrier` into its hardware form and writes any
-// other type as it is: a default method specialized for the barrier (primitives/shared.rs).
-#![cfg_attr(target_arch = "nvptx64", feature(specialization))]
-#![cfg_attr(target_arch = "nvptx64", allow(incomplete_features))]
 
 pub use sync_shared::bus::{
     BusArrivalToken, Consumer, GpuToGpu, GpuToHost, HostToGpu, Producer, WaitError, BUS_COUNT_MAX,
@@ -98,7 +94,7 @@ on_nvptx! {
         MultiGrid, MultiGridError, MultiGridToken, MULTI_GRID_PATIENCE,
     };
     #[doc(hidden)]
-    pub use primitives::shared::shared_bytes;
+    pub use primitives::shared::{shared_bytes, Placement, WriteOnly};
     pub use primitives::shared::{dynamic_shared, is_shared, SharedSlot};
     #[cfg(target_feature = "sm_90")]
     pub use primitives::shared_barrier::{SharedBarrier, SharedToken};

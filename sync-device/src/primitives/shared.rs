@@ -23,6 +23,12 @@ use crate::ptx::geometry::thread_in_block;
 ///
 /// The kernel crate needs `#![feature(asm_experimental_arch)]`.
 ///
+/// `$ty` is read where the macro is expanded to choose what initializing the slot does
+/// besides writing the value: a [`Barrier`] (or an array of them) becomes the hardware
+/// barrier there, any other type is only written. Name the type itself, not a generic
+/// parameter standing for it (a `Barrier` behind a parameter is written, not placed:
+/// call [`Barrier::init_in_place`] from `init_block_with` then).
+///
 /// ```ignore
 /// let slot = scoped_sync::shared!(PHASES: SharedBarrier);
 /// // SAFETY: every thread of the block runs this once.
@@ -46,9 +52,14 @@ macro_rules! shared {
                 options(pure, nomem, nostack),
             )
         };
+        let place = {
+            #[allow(unused_imports)]
+            use $crate::WriteOnly as _;
+            $crate::Placement::<$ty>::new().place()
+        };
         // SAFETY: the address is this block's instance of a variable sized and aligned
-        // for `$ty`, alive as long as the block.
-        unsafe { $crate::SharedSlot::<$ty>::from_address(address as *mut $ty) }
+        // for `$ty`, alive as long as the block; `place` was chosen for `$ty`.
+        unsafe { $crate::SharedSlot::<$ty>::from_address(address as *mut $ty, place) }
     }};
 }
 
@@ -67,7 +78,8 @@ pub const fn shared_bytes(size: usize) -> usize {
 #[derive(Debug)]
 pub struct SharedSlot<T> {
     address: *mut T,
-    _type: PhantomData<T>,
+    /// What initializing does after writing the value ([`Placement`]).
+    place: unsafe fn(*mut T),
 }
 
 impl<T> SharedSlot<T> {
@@ -76,13 +88,10 @@ impl<T> SharedSlot<T> {
     /// # Safety
     ///
     /// `address` points to block-shared memory sized and aligned for `T` that stays
-    /// allocated while the block runs.
+    /// allocated while the block runs; `place` is [`Placement`]'s choice for `T`.
     #[doc(hidden)]
-    pub const unsafe fn from_address(address: *mut T) -> Self {
-        Self {
-            address,
-            _type: PhantomData,
-        }
+    pub const unsafe fn from_address(address: *mut T, place: unsafe fn(*mut T)) -> Self {
+        Self { address, place }
     }
 
     /// The generic address of the variable.
@@ -114,7 +123,7 @@ impl<T> SharedSlot<T> {
             init(self.address);
             // SAFETY: just written by this thread; the block barrier below orders it
             // before every other thread's use.
-            unsafe { T::placed(self.address) };
+            unsafe { (self.place)(self.address) };
         }
         sync_block();
         // Tells the compiler what the slot's contract says, so that the address-space
@@ -153,7 +162,7 @@ impl<T> SharedSlot<T> {
             // anyone reads it (the cluster barrier below).
             unsafe {
                 self.address.write(value);
-                T::placed(self.address);
+                (self.place)(self.address);
             }
         }
         sync_cluster();
@@ -163,31 +172,84 @@ impl<T> SharedSlot<T> {
     }
 }
 
-/// What placing a value in block-shared memory does after writing it there: nothing,
-/// except for a [`Barrier`], which becomes the hardware barrier there
-/// ([`Barrier::init_in_place`]). Without this, `slot.init_block(Barrier::new(n))`, the
-/// way the barrier is documented, would leave an unplaced barrier in shared memory.
-trait Placed {
-    /// # Safety
-    ///
-    /// `object` holds a value this thread has just written, which no other thread
-    /// uses until a block (or cluster) barrier after this call.
-    unsafe fn placed(object: *mut Self);
+/// Chooses, where [`shared!`](crate::shared) names the type, what initializing a slot
+/// does after writing the value: nothing, except for a [`Barrier`] or an array of them,
+/// which become the hardware barrier there ([`Barrier::init_in_place`]). Without this,
+/// `slot.init_block(Barrier::new(n))`, the way the barrier is documented, would leave an
+/// unplaced barrier in shared memory.
+///
+/// The choice is made by method resolution on the named type: the inherent `place` of
+/// `Placement<Barrier<..>>` (and of arrays of barriers) wins over [`WriteOnly`]'s, which
+/// every other type gets (the "autoref specialization" pattern, without the unstable
+/// `specialization` feature).
+#[doc(hidden)]
+pub struct Placement<T>(PhantomData<T>);
+
+impl<T> Placement<T> {
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Self(PhantomData)
+    }
 }
 
-impl<T> Placed for T {
-    #[inline(always)]
-    default unsafe fn placed(_object: *mut Self) {}
+/// The placement of every type that is not a barrier: the written value is the object.
+#[doc(hidden)]
+pub trait WriteOnly<T> {
+    fn place(&self) -> unsafe fn(*mut T) {
+        written_only::<T>
+    }
 }
 
-impl<S: Scope, F: Completion> Placed for Barrier<S, Gpu, F>
+impl<T> WriteOnly<T> for Placement<T> {}
+
+/// # Safety
+///
+/// Nothing to uphold: it does nothing. `unsafe` for the slot's function-pointer type.
+unsafe fn written_only<T>(_object: *mut T) {}
+
+impl<S: Scope, F: Completion> Placement<Barrier<S, Gpu, F>>
 where
     Gpu: Backend<S>,
 {
-    #[inline(always)]
-    unsafe fn placed(object: *mut Self) {
-        // SAFETY: forwarded.
-        unsafe { (*object).init_in_place() }
+    pub fn place(&self) -> unsafe fn(*mut Barrier<S, Gpu, F>) {
+        place_barrier::<S, F>
+    }
+}
+
+impl<S: Scope, F: Completion, const N: usize> Placement<[Barrier<S, Gpu, F>; N]>
+where
+    Gpu: Backend<S>,
+{
+    pub fn place(&self) -> unsafe fn(*mut [Barrier<S, Gpu, F>; N]) {
+        place_barriers::<S, F, N>
+    }
+}
+
+/// # Safety
+///
+/// `object` holds a barrier this thread has just written, which no other thread uses
+/// until a block (or cluster) barrier after this call.
+#[inline(always)]
+unsafe fn place_barrier<S: Scope, F: Completion>(object: *mut Barrier<S, Gpu, F>)
+where
+    Gpu: Backend<S>,
+{
+    // SAFETY: forwarded.
+    unsafe { (*object).init_in_place() }
+}
+
+/// # Safety
+///
+/// As for [`place_barrier`], for each barrier of the array.
+#[inline(always)]
+unsafe fn place_barriers<S: Scope, F: Completion, const N: usize>(
+    objects: *mut [Barrier<S, Gpu, F>; N],
+) where
+    Gpu: Backend<S>,
+{
+    for index in 0..N {
+        // SAFETY: an element of the array the caller vouches for.
+        unsafe { place_barrier((objects as *mut Barrier<S, Gpu, F>).add(index)) }
     }
 }
 
