@@ -294,7 +294,9 @@ pub unsafe extern "gpu-kernel" fn check_block_barrier_init_in_place(rounds: u32)
 #[no_mangle]
 pub unsafe extern "gpu-kernel" fn check_block_barrier_array_placed(rounds: u32) {
     let barriers = shared!(CHECK_BLOCK_BARRIER_ARRAY: [Barrier<Block, Gpu>; 2]);
-    let words = shared!(CHECK_BLOCK_BARRIER_ARRAY_WORDS: [u32; 1024]).as_ptr().cast::<u32>();
+    let words = shared!(CHECK_BLOCK_BARRIER_ARRAY_WORDS: [u32; 1024])
+        .as_ptr()
+        .cast::<u32>();
     let threads = block_size();
     // SAFETY: every thread of the block runs this once.
     let [write_done, read_done] =
