@@ -190,20 +190,30 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
 /// on each, with `phases[i]` phases on GPU `i` waited for at most `timeout_ms` each;
 /// returns each GPU's (failures, timeouts) and the time from the launch until both
 /// GPUs finished.
+/// `multi_grid_phases` on each of `gpus` (rank `i` on `gpus[i]`, running `phases[i]`
+/// phases): per GPU, the stale neighbour slots and the timed-out phases its threads
+/// counted, and the time the whole launch took.
 fn multi_grid_phases(
-    gpus: [&Gpu; 2],
+    gpus: &[&Gpu],
     (blocks, threads): (u32, u32),
-    phases: [u32; 2],
+    phases: &[u32],
     timeout_ms: u32,
-) -> ([[u32; 2]; 2], std::time::Duration) {
-    let mut barrier = MultiGrid::new(&[&**gpus[0], &**gpus[1]]).unwrap();
-    let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_phases").unwrap());
+) -> (Vec<[u32; 2]>, std::time::Duration) {
+    let runtimes: Vec<_> = gpus.iter().map(|gpu| &***gpu).collect();
+    let mut barrier = MultiGrid::new(&runtimes).unwrap();
+    let kernels: Vec<_> = gpus
+        .iter()
+        .map(|gpu| gpu.kernel("multi_grid_phases").unwrap())
+        .collect();
     let per_gpu = (blocks * threads) as usize;
     let slots = gpus[0]
-        .zeros_for_peers(2 * 2 * per_gpu, &[gpus[1]])
+        .zeros_for_peers(2 * gpus.len() * per_gpu, &runtimes[1..])
         .unwrap();
-    let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
-    let args = (0..2)
+    let counts: Vec<_> = gpus
+        .iter()
+        .map(|gpu| gpu.zeros::<u32>(2).unwrap())
+        .collect();
+    let args = (0..gpus.len())
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
             KernelArgs::new()
@@ -215,27 +225,26 @@ fn multi_grid_phases(
         })
         .collect();
     let started = std::time::Instant::now();
-    hang_guard("MultiGrid across two GPUs", 300, || {
+    let kernels: Vec<_> = kernels.iter().collect();
+    hang_guard("MultiGrid", 300, || {
         // SAFETY: `multi_grid_phases(MultiGrid, slots, phases, timeout_ms, failures,
-        // timeouts)` on both GPUs, the same grid on each; `slots` holds
-        // `2 · 2 · per_gpu` words that both GPUs reach; everything outlives the kernels.
-        unsafe {
-            barrier.launch(
-                &[&kernels[0], &kernels[1]],
-                LaunchConfig::new(blocks, threads),
-                args,
-            )
-        }
-        .unwrap();
+        // timeouts)` on every GPU, the same grid on each; `slots` holds
+        // `2 · ranks · per_gpu` words that every GPU reaches; everything outlives the
+        // kernels.
+        unsafe { barrier.launch(&kernels, LaunchConfig::new(blocks, threads), args) }.unwrap();
         for gpu in gpus {
             gpu.synchronize().unwrap();
         }
     });
     let elapsed = started.elapsed();
-    let counts = [0, 1].map(|i| {
-        let words = gpus[i].download(&counts[i]).unwrap();
-        [words[0], words[1]]
-    });
+    let counts = gpus
+        .iter()
+        .zip(&counts)
+        .map(|(gpu, counts)| {
+            let words = gpu.download(counts).unwrap();
+            [words[0], words[1]]
+        })
+        .collect();
     (counts, elapsed)
 }
 
@@ -257,12 +266,46 @@ fn a_multi_grid_barrier_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
             continue;
         }
         let (counts, elapsed) =
-            multi_grid_phases([&gpu0, &gpu1], (blocks, threads), [100_000; 2], 10_000);
+            multi_grid_phases(&[&gpu0, &gpu1], (blocks, threads), &[100_000; 2], 10_000);
         eprintln!("{blocks} × {threads} per GPU, 100000 phases: {elapsed:?}");
         assert_eq!(
             counts,
             [[0, 0]; 2],
             "{blocks} × {threads}: (stale neighbour slots, timed-out phases) per GPU"
+        );
+    }
+}
+
+/// A `MultiGrid` of one GPU (rank 0 of 1) runs on any GPU host: the barrier's block
+/// vote and first-warp wait are the same as with several GPUs, so synccheck judges
+/// them here too.
+#[test]
+fn a_multi_grid_barrier_of_one_gpu_runs_10000_phases_at_128_and_1024_threads() {
+    let Some(gpu) = common::gpu_runtime() else {
+        return;
+    };
+    let blocks = gpu.sm_count().unwrap();
+    for threads in [128, 1024] {
+        let kernel = gpu.kernel("multi_grid_phases").unwrap();
+        let fit = kernel.max_coresident_blocks(threads).unwrap();
+        if fit < blocks {
+            common::skip(&format!(
+                "{blocks} blocks of {threads} threads: {fit} fit at once"
+            ));
+            continue;
+        }
+        // Under a compute sanitizer, which runs kernels a hundredfold slower, 1000.
+        let phases = if common::under_compute_sanitizer().is_some() {
+            1_000
+        } else {
+            10_000
+        };
+        let (counts, elapsed) = multi_grid_phases(&[&gpu], (blocks, threads), &[phases], 10_000);
+        eprintln!("{blocks} × {threads}, one GPU, {phases} phases: {elapsed:?}");
+        assert_eq!(
+            counts,
+            [[0, 0]],
+            "{blocks} × {threads}: (stale slots, timed-out phases)"
         );
     }
 }
@@ -278,7 +321,7 @@ fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second()
         gpu.kernel("multi_grid_phases").unwrap();
     }
     // GPU 1 runs no phase: its kernel ends without arriving.
-    let (counts, elapsed) = multi_grid_phases([&gpu0, &gpu1], (blocks, threads), [1, 0], 300);
+    let (counts, elapsed) = multi_grid_phases(&[&gpu0, &gpu1], (blocks, threads), &[1, 0], 300);
     assert_eq!(
         counts,
         [[0, blocks * threads], [0, 0]],
@@ -295,17 +338,40 @@ fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second()
 
 #[test]
 fn an_abort_on_one_gpu_ends_the_phase_on_both_with_broken() {
-    abort_after_phases(Abort::ByGpu0);
+    if let Some((gpu0, gpu1)) = two_gpus() {
+        abort_after_phases(&[&gpu0, &gpu1], Abort::ByGpu0);
+    }
 }
 
 #[test]
 fn an_abort_on_a_gpu_ends_a_host_partys_wait_with_broken() {
-    abort_after_phases(Abort::ByGpu0WithHostParty);
+    if let Some((gpu0, gpu1)) = two_gpus() {
+        abort_after_phases(&[&gpu0, &gpu1], Abort::ByGpu0WithHostParty);
+    }
 }
 
 #[test]
 fn an_abort_by_a_host_party_ends_the_phase_on_both_gpus_with_broken() {
-    abort_after_phases(Abort::ByHostParty);
+    if let Some((gpu0, gpu1)) = two_gpus() {
+        abort_after_phases(&[&gpu0, &gpu1], Abort::ByHostParty);
+    }
+}
+
+/// The three aborts on a `MultiGrid` of one GPU, which runs on any GPU host: the wait's
+/// paths that end a phase as broken are the same as with several GPUs, so the
+/// sanitizers judge them here too.
+#[test]
+fn every_abort_ends_the_phase_of_a_multi_grid_of_one_gpu_with_broken() {
+    let Some(gpu) = common::gpu_runtime() else {
+        return;
+    };
+    for abort in [
+        Abort::ByGpu0,
+        Abort::ByGpu0WithHostParty,
+        Abort::ByHostParty,
+    ] {
+        abort_after_phases(&[&gpu], abort);
+    }
 }
 
 /// Phases the abort tests pass before the abort.
@@ -328,21 +394,29 @@ enum Abort {
 /// completed before the abort completes for every thread, also for one that sees it
 /// complete only after the abort (a race the first H200 run of the GPU-only case
 /// caught), and none passes the next.
-fn abort_after_phases(abort: Abort) {
-    let Some((gpu0, gpu1)) = two_gpus() else {
-        return;
-    };
-    let (blocks, threads) = (gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap()), 128);
+fn abort_after_phases(gpus: &[&Gpu], abort: Abort) {
+    let blocks = gpus
+        .iter()
+        .map(|gpu| gpu.sm_count().unwrap())
+        .min()
+        .unwrap();
+    let threads = 128;
+    let runtimes: Vec<_> = gpus.iter().map(|gpu| &***gpu).collect();
     let mut barrier = if abort == Abort::ByGpu0 {
-        MultiGrid::new(&[&*gpu0, &*gpu1])
+        MultiGrid::new(&runtimes)
     } else {
-        MultiGrid::with_host_parties(&[&*gpu0, &*gpu1], 1)
+        MultiGrid::with_host_parties(&runtimes, 1)
     }
     .unwrap();
-    let gpus = [&gpu0, &gpu1];
-    let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_abort_after").unwrap());
-    let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
-    let args = (0..2)
+    let kernels: Vec<_> = gpus
+        .iter()
+        .map(|gpu| gpu.kernel("multi_grid_abort_after").unwrap())
+        .collect();
+    let counts: Vec<_> = gpus
+        .iter()
+        .map(|gpu| gpu.zeros::<u32>(2).unwrap())
+        .collect();
+    let args = (0..gpus.len())
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
             KernelArgs::new()
@@ -354,15 +428,16 @@ fn abort_after_phases(abort: Abort) {
         .collect();
     let started = std::time::Instant::now();
     let parties = hang_guard(
-        &format!("MultiGrid abort across two GPUs, {abort:?}"),
+        &format!("MultiGrid abort across {} GPUs, {abort:?}", gpus.len()),
         300,
         || {
+            let kernels: Vec<_> = kernels.iter().collect();
             // SAFETY: `multi_grid_abort_after(MultiGrid, phases, abort, broken, passed)` on
-            // both GPUs, the same grid on each; the counts outlive the kernels; a host
+            // every GPU, the same grid on each; the counts outlive the kernels; a host
             // party arrives as often as the kernels' threads (`ABORT_AFTER` + 1 times).
             let parties = unsafe {
                 barrier.launch_with_host_parties(
-                    &[&kernels[0], &kernels[1]],
+                    &kernels,
                     LaunchConfig::new(blocks, threads),
                     args,
                     |mut party| {

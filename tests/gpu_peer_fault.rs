@@ -61,7 +61,11 @@ fn a_trapped_kernel_on_one_gpu_ends_the_others_wait_with_an_error_within_a_secon
         // GPU 0's threads give up through the mapped counts, seen without a CUDA call:
         // once GPU 1 trapped, GPU 0's context may report that fault too (seen on two
         // H100s with `CUDA_LAUNCH_BLOCKING=1`).
-        while counts.read(1) < per_gpu && started.elapsed() < Duration::from_secs(60) {
+        // Both counts: a thread adds its stale slots when it leaves, after it counted
+        // its failed phase (under a compute sanitizer, long after).
+        while (counts.read(0) < per_gpu || counts.read(1) < per_gpu)
+            && started.elapsed() < Duration::from_secs(60)
+        {
             std::thread::sleep(Duration::from_micros(100));
         }
         launched

@@ -10,8 +10,9 @@ use sync_shared::{Backend, Device, Ordering, System};
 use crate::backend::gpu::{GlobalTime, Gpu};
 use crate::primitives::block_barrier::{sync_block, sync_block_any};
 use crate::ptx::atomics::PtxScope;
-use crate::ptx::geometry::{block_count, block_index, thread_in_block};
+use crate::ptx::geometry::{block_count, block_index, block_size, thread_in_block};
 use crate::ptx::global_atomics;
+use crate::ptx::warp::{self, broadcast, broadcast_u64, lane, WARP_LANES};
 
 /// How long [`MultiGrid::sync`] and [`MultiGrid::wait`] wait for the other GPUs before
 /// they panic.
@@ -54,9 +55,10 @@ pub struct MultiGridToken {
 /// the block's arrival to its GPU's gather word (a device-scope release add); the block
 /// whose add completes the GPU's count acquires the others', takes one system-scope
 /// release fence and adds the GPU's block count to the counter of every GPU (relaxed
-/// system-scope reductions, the peers' over NVLink); every block's thread 0 polls its
-/// own GPU's counter (local memory) until every GPU's blocks are in, and takes an
-/// acquire fence; the block meets again.
+/// system-scope reductions, the peers' over NVLink); every block's first warp polls its
+/// own GPU's counter (local memory; the lanes go by lane 0's read, so the warp meets
+/// the block again whole) until every GPU's blocks are in, and takes an acquire fence;
+/// the block meets again.
 ///
 /// Why this design: a system-scope release fence is what publishes a block's writes to
 /// another GPU, and it is the dearest step, dearer still when many blocks take it at
@@ -248,13 +250,17 @@ impl MultiGrid {
         if self.broken != 0 {
             return Err(MultiGridError::Broken);
         }
-        let verdict = if thread_in_block() == 0 {
+        // The block's first warp waits, every lane on lane 0's reads, so that it meets
+        // the rest of the block at the vote whole: a warp that thread 0 alone left for
+        // the poll reached the vote split, which synccheck reports as divergent
+        // threads at a block barrier.
+        let verdict = if thread_in_block() < WARP_LANES {
             self.await_phase(token.phase, timeout)
         } else {
             Ok(())
         };
         // One block-wide vote in the common case; a second only on failure, to tell
-        // every thread which failure thread 0 saw.
+        // every thread which failure the first warp saw.
         if sync_block_any(verdict.is_err()) {
             self.broken = 1;
             let timed_out = sync_block_any(verdict == Err(MultiGridError::TimedOut));
@@ -310,11 +316,14 @@ impl MultiGrid {
         }
     }
 
-    /// Thread 0's wait: polls this GPU's counter until every block of every GPU has
-    /// arrived at `phase`, the barrier is broken from `phase` or earlier, or `timeout`
-    /// passes.
+    /// The first warp's wait: polls this GPU's counter until every block of every GPU
+    /// has arrived at `phase`, the barrier is broken from `phase` or earlier, or
+    /// `timeout` passes. Every lane of the warp runs it and goes by lane 0's reads
+    /// (the lanes load the same word: one memory request), so each branch is the same
+    /// for the whole warp; read-modify-writes are lane 0's alone.
     #[inline(always)]
     fn await_phase(&self, phase: u64, timeout: Duration) -> Result<(), MultiGridError> {
+        let lanes = warp_lanes();
         let parties = u64::from(block_count()).wrapping_mul(u64::from(self.ranks));
         let target = phase.wrapping_mul(parties);
         let own = self.counter_of(self.rank);
@@ -324,15 +333,15 @@ impl MultiGrid {
         // calling convention's), and a kernel at 1024 threads a block has 64.
         let outcome = loop {
             // SAFETY: this GPU's live counter, in its device memory.
-            let seen = unsafe { global_atomics::load_relaxed_sys(own) };
+            let seen = broadcast_u64(lanes, unsafe { global_atomics::load_relaxed_sys(own) }, 0);
             let spared = seen & POISONED == 0
-                || match break_reaching(own, phase) {
+                || match break_reaching(lanes, own, phase) {
                     Break::Reaches => break Outcome::Failed(MultiGridError::Broken),
                     Break::Pending => false,
                     Break::Spares => true,
                 };
             if spared && seen & !POISONED >= target {
-                match self.host_arrived(phase) {
+                match self.host_arrived(lanes, phase) {
                     HostParties::Arrived => break Outcome::Complete,
                     HostParties::Broke => break Outcome::HostPartiesBroke,
                     HostParties::NotYet => {}
@@ -343,17 +352,20 @@ impl MultiGrid {
                 let now = <Gpu as Backend<System>>::now();
                 let deadline =
                     *deadline.get_or_insert_with(|| <Gpu as Backend<System>>::after(now, timeout));
-                if now > deadline
-                    && give_up(
-                        self.counters,
-                        self.ranks,
-                        self.rank,
-                        seen,
-                        phase,
-                        self.completion(),
-                    )
-                {
-                    break Outcome::Failed(MultiGridError::TimedOut);
+                // Lane 0's clock and lane 0's swap decide for the warp.
+                if broadcast(lanes, u32::from(now > deadline), 0) != 0 {
+                    let gave_up = lane() == 0
+                        && give_up(
+                            self.counters,
+                            self.ranks,
+                            self.rank,
+                            seen,
+                            phase,
+                            self.completion(),
+                        );
+                    if broadcast(lanes, u32::from(gave_up), 0) != 0 {
+                        break Outcome::Failed(MultiGridError::TimedOut);
+                    }
                 }
             }
         };
@@ -367,7 +379,12 @@ impl MultiGrid {
             // Carried to every GPU's counter, so that this GPU's other blocks, which wait
             // on the relay, and the other GPUs stop at once.
             Outcome::HostPartiesBroke => {
-                break_from(self.counters, self.ranks, phase, self.completion());
+                if lane() == 0 {
+                    break_from(self.counters, self.ranks, phase, self.completion());
+                }
+                // The lanes meet again before the block's vote, as the broadcast after
+                // `give_up` makes them: without it the warp reached the vote split.
+                warp::sync(lanes);
                 Err(MultiGridError::Broken)
             }
         }
@@ -377,16 +394,21 @@ impl MultiGrid {
     /// or broke the barrier from `phase` or earlier. Block 0 reads the host's word (a
     /// PCIe round trip, made only once the GPUs' counter is complete) and, once it
     /// shows the phase, acquires and relays it to the GPU's other blocks through the
-    /// relay word in the GPU's memory, which they poll instead.
+    /// relay word in the GPU's memory, which they poll instead. Run by the first warp
+    /// (`lanes`), on lane 0's reads; every lane stores the same relay value.
     #[inline(always)]
-    fn host_arrived(&self, phase: u64) -> HostParties {
+    fn host_arrived(&self, lanes: u32, phase: u64) -> HostParties {
         if self.host_parties == 0 {
             return HostParties::Arrived;
         }
         let relay = self.counter_of(self.rank).wrapping_add(RELAY_WORD);
         if block_index() != 0 {
             // SAFETY: this GPU's live relay word, stored by its block 0 only.
-            let relayed = unsafe { Device::load_u64(relay, Ordering::Relaxed) };
+            let relayed = broadcast_u64(
+                lanes,
+                unsafe { Device::load_u64(relay, Ordering::Relaxed) },
+                0,
+            );
             return if relayed >= phase {
                 HostParties::Arrived
             } else {
@@ -395,9 +417,13 @@ impl MultiGrid {
         }
         let host = self.host_arrivals.cast_mut();
         // SAFETY: the launch passes a live mapped word when there are host parties.
-        let seen = unsafe { System::load_u64(host, Ordering::Relaxed) };
+        let seen = broadcast_u64(
+            lanes,
+            unsafe { System::load_u64(host, Ordering::Relaxed) },
+            0,
+        );
         if seen & POISONED != 0 {
-            match break_reaching(host, phase) {
+            match break_reaching(lanes, host, phase) {
                 Break::Reaches => return HostParties::Broke,
                 Break::Pending => return HostParties::NotYet,
                 Break::Spares => {}
@@ -505,17 +531,27 @@ enum Break {
 }
 
 /// Reads the broken-from word beside `count` (a counter, or the host parties' arrival
-/// word) once `count` is marked broken, and what it says about `phase`.
+/// word) once `count` is marked broken, and what it says about `phase`: lane 0's read,
+/// for every lane of `lanes`.
 #[inline(always)]
-fn break_reaching(count: *mut u64, phase: u64) -> Break {
+fn break_reaching(lanes: u32, count: *mut u64, phase: u64) -> Break {
     // SAFETY: the word beside a live count, on its line (device or mapped host memory).
     let first_failing =
         unsafe { System::load_u64(count.wrapping_add(BROKEN_FROM_WORD), Ordering::Relaxed) };
+    let first_failing = broadcast_u64(lanes, first_failing, 0);
     match first_failing {
         0 => Break::Pending,
         first if first <= phase => Break::Reaches,
         _ => Break::Spares,
     }
+}
+
+/// The lanes of the block's first warp (all 32 unless the block is smaller).
+#[inline(always)]
+fn warp_lanes() -> u32 {
+    1_u32
+        .checked_shl(block_size())
+        .map_or(u32::MAX, |bit| bit - 1)
 }
 
 /// Gives up on `phase`: marks GPU `rank`'s counter broken if it still holds `seen`
