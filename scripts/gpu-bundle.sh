@@ -194,7 +194,7 @@ expectation() {
             echo "flag Unknown Error" ;;
         synccheck:gpu_device_checks:traps::release::block_barrier_not_placed)
             echo "flag Barrier error detected. Missing init." ;;
-        memcheck:gpu_fault:* | memcheck:gpu_device_checks:traps::*)
+        memcheck:gpu_fault:* | memcheck:gpu_peer_fault:* | memcheck:gpu_device_checks:traps::*)
             echo "flag Trace/breakpoint trap" ;;
         racecheck:gpu_conformance:semaphore_conformance_matrix_and_stress)
             echo "skip racecheck does not model the order that an atomics-based acquire and release give, and reports the plain read and write of the counter that a semaphore in shared memory guards as a mutex; judged through semaphore_in_shared_memory_guarding_a_global_counter (docs/sanitizers.md)" ;;
@@ -209,9 +209,9 @@ expectation() {
 # Extra compute-sanitizer options for EXE.
 tool_options() {
     # gpu_runtime provokes failed API calls on purpose (broken PTX, a missing kernel),
-    # and after the deliberate traps of gpu_fault and gpu_device_checks every call on
-    # the lost context fails: not errors of the program.
-    case "$1" in gpu_runtime | gpu_fault | gpu_device_checks) echo "--report-api-errors no" ;; esac
+    # and after the deliberate traps of gpu_fault, gpu_peer_fault and gpu_device_checks
+    # every call on the lost context fails: not errors of the program.
+    case "$1" in gpu_runtime | gpu_fault | gpu_peer_fault | gpu_device_checks) echo "--report-api-errors no" ;; esac
     return 0
 }
 
@@ -310,10 +310,15 @@ run_exe() {
 }
 
 command -v compute-sanitizer > /dev/null || { echo "compute-sanitizer not found" >&2; exit 2; }
+# The multi-GPU executables run last and alone, one test at a time: their grids fill
+# every SM of each GPU and wait for each other, and beside another job's kernels a
+# wait timed out (the cross-GPU handoff, under all four tools at once).
+multi_gpu=(gpu_peer gpu_peer_fault)
 # The longest executables first, so that parallel jobs end together.
 exes=()
 for exe in gpu_conformance gpu_litmus gpu_bus gpu*; do
     [[ -x "$exe" && -f "$exe" ]] || continue
+    [[ " ${multi_gpu[*]} " == *" $exe "* ]] && continue
     [[ " ${exes[*]} " == *" $exe "* ]] || exes+=("$exe")
 done
 running=0
@@ -333,6 +338,11 @@ for tool in "${tools[@]}"; do
     done
 done
 wait
+for tool in "${tools[@]}"; do
+    for exe in "${multi_gpu[@]}"; do
+        [[ -x "$exe" && -f "$exe" ]] && run_exe "$tool" "$exe"
+    done
+done
 status=0
 echo
 echo "== summary (each test's output in $logs/TOOL/)"
