@@ -178,10 +178,10 @@ impl<T> SharedSlot<T> {
 /// `slot.init_block(Barrier::new(n))`, the way the barrier is documented, would leave an
 /// unplaced barrier in shared memory.
 ///
-/// The choice is made by method resolution on the named type: the inherent `place` of
-/// `Placement<Barrier<..>>` (and of arrays of barriers) wins over [`WriteOnly`]'s, which
-/// every other type gets (the "autoref specialization" pattern, without the unstable
-/// `specialization` feature).
+/// The choice is made by method resolution on the named type: Rust looks for inherent
+/// methods before trait methods, so the inherent `place` of `Placement<Barrier<..>>`
+/// (and of arrays of barriers) wins over [`WriteOnly`]'s, which every other type gets.
+/// That needs no unstable `specialization`, but only works where the type is known.
 #[doc(hidden)]
 pub struct Placement<T>(PhantomData<T>);
 
