@@ -213,3 +213,56 @@ fn debug_output_shows_the_count() {
     assert!(text.contains("count: 4"), "{text}");
     assert!(text.contains("max: 9"), "{text}");
 }
+
+/// Releases that pass `MAX` race with good ones and with acquirers: every refused
+/// release leaves no unit behind and none is taken from its excess, so what the
+/// acquirers took plus what is left equals what the successful releases put in.
+#[test]
+fn excess_releases_racing_acquirers_leave_no_unit_behind() {
+    const RELEASES: u32 = 20_000;
+    let semaphore = CountingSemaphore::<4>::new(0);
+    let released = AtomicU32::new(0);
+    let refused = AtomicU32::new(0);
+    let taken = AtomicU32::new(0);
+    let stop = AtomicBool::new(false);
+    hang_guard("excess releases racing acquirers", 60, || {
+        thread::scope(|s| {
+            let releasers: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        for _ in 0..RELEASES {
+                            // 3 fits an empty or nearly empty semaphore, not a fuller one.
+                            match semaphore.try_release(3) {
+                                Ok(()) => released.fetch_add(3, Ordering::Relaxed),
+                                Err(_) => refused.fetch_add(1, Ordering::Relaxed),
+                            };
+                        }
+                    })
+                })
+                .collect();
+            for _ in 0..2 {
+                s.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        if semaphore.try_acquire() {
+                            taken.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+            for releaser in releasers {
+                releaser.join().unwrap();
+            }
+            stop.store(true, Ordering::Relaxed);
+        });
+    });
+    let left = drain(&semaphore);
+    assert!(left <= 4, "{left} units left above MAX");
+    assert!(
+        refused.load(Ordering::Relaxed) > 0,
+        "no release was refused: the test raced nothing"
+    );
+    assert_eq!(
+        taken.load(Ordering::Relaxed) + left,
+        released.load(Ordering::Relaxed)
+    );
+}

@@ -5,9 +5,22 @@
 //! The counter lives in one word, the number of threads that are (about to be) parked
 //! in a second. Acquire is a compare-and-swap that decrements a positive counter; a
 //! thread that finds zero spins as the backend advises, then registers in the waiter
-//! count and parks on the counter word while it is zero. Release is a compare-and-swap
-//! that checks `MAX` before adding, then wakes parked threads only if the waiter count
-//! is non-zero, so an uncontended release makes no system call.
+//! count and parks on the counter word while it is zero. Release adds its units with
+//! one read-modify-write, then wakes parked threads only if the waiter count is
+//! non-zero, so an uncontended release makes no system call.
+//!
+//! A release that would pass `MAX` is found after its add (the count it added to was
+//! above `MAX - n`): it subtracts its units again and reports the error. Meanwhile no
+//! acquire takes a unit from a count above `MAX`, so the excess is never acquirable;
+//! an acquire that finds one waits for the count to come back. A release whose add
+//! finds a count already above `MAX` cannot judge its own units against another's
+//! excess in flight: it takes them back too, waits for the count to come back to
+//! `MAX` or below, and adds again. (So the excess stays unacquirable as long as the
+//! excess in flight at once stays below 2³² − `MAX`; three releases of almost 2³⁰ units
+//! each, each an error, could wrap the word.) A program whose releases never pass
+//! `MAX` in any order never sees a count above `MAX`. On the GPU, where a failed
+//! precondition ends the kernel, the check follows one `fetch_add` and nothing is
+//! taken back.
 //!
 //! # Memory ordering
 //!
@@ -128,7 +141,8 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     ///
     /// # Panics
     ///
-    /// If the counter would exceed `MAX`. The semaphore is left unchanged.
+    /// If the counter would exceed `MAX`. The semaphore is left as it was: the units
+    /// are taken back, and no thread acquires them in between.
     #[inline]
     #[track_caller]
     pub fn release(&self, n: u32) {
@@ -136,10 +150,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
             // One fetch_add (see `Backend::UNCHECKED_FAST_PATHS`), checked afterwards.
             let count = B::fetch_add(&self.count, n, Ordering::Release);
             if n > MAX - count.min(MAX) {
-                violated(UsageError::new(
-                    "CountingSemaphore::release",
-                    UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
-                ));
+                violated(Self::exceeds_max(n, count));
             }
         } else if let Err(error) = self.try_release(n) {
             violated(error)
@@ -149,13 +160,10 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     /// Like [`release`](Self::release), but returns an error instead of panicking.
     #[inline]
     pub fn try_release(&self, n: u32) -> Result<(), UsageError> {
-        // Sequentially consistent only for the waiter handshake below.
-        let order = if B::PARK_NEEDS_WAKE {
-            Ordering::SeqCst
-        } else {
-            Ordering::Release
-        };
-        update::<S, B, _>(&self.count, order, |count| {
+        if B::PARK_NEEDS_WAKE {
+            return self.release_by_add(n);
+        }
+        update::<S, B, _>(&self.count, Ordering::Release, |count| {
             if n > MAX - count {
                 return Err(UsageError::new(
                     "CountingSemaphore::release",
@@ -164,10 +172,72 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
             }
             Ok(count + n)
         })?;
-        if B::PARK_NEEDS_WAKE && B::load(&self.waiters, Ordering::SeqCst) != 0 {
-            self.wake(n);
-        }
         Ok(())
+    }
+
+    /// The release of a backend whose sleepers need a wake (the host): one
+    /// sequentially consistent add (also the first half of the waiter handshake), the
+    /// `MAX` check after it (see the module's algorithm), then the waiter check.
+    #[inline]
+    fn release_by_add(&self, n: u32) -> Result<(), UsageError> {
+        if n > MAX {
+            return Err(Self::exceeds_max(
+                n,
+                B::load(&self.count, Ordering::Relaxed),
+            ));
+        }
+        loop {
+            let count = B::fetch_add(&self.count, n, Ordering::SeqCst);
+            if count <= MAX - n {
+                if B::load(&self.waiters, Ordering::SeqCst) != 0 {
+                    self.wake(n);
+                }
+                return Ok(());
+            }
+            self.take_back(n);
+            if count <= MAX {
+                return Err(Self::exceeds_max(n, count));
+            }
+            self.wait_for_no_excess();
+        }
+    }
+
+    /// Subtracts the units of a release that passed `MAX`, and wakes the acquirers that
+    /// went to sleep on the excess (the count changes under them).
+    #[cold]
+    fn take_back(&self, n: u32) {
+        B::fetch_sub(&self.count, n, Ordering::SeqCst);
+        if B::load(&self.waiters, Ordering::SeqCst) != 0 {
+            B::wake_all(&self.count);
+        }
+    }
+
+    /// Spins (and yields) until no release's excess is in the count.
+    #[cold]
+    fn wait_for_no_excess(&self) {
+        let mut round = 0;
+        while B::load(&self.count, Ordering::Relaxed) > MAX {
+            if !B::relax(&mut round) {
+                B::yield_now();
+            }
+        }
+    }
+
+    fn exceeds_max(n: u32, count: u32) -> UsageError {
+        UsageError::new(
+            "CountingSemaphore::release",
+            UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
+        )
+    }
+
+    /// A count an acquire may take a unit from: positive, and, where a release may
+    /// put an excess in the count for a moment (the host), not above `MAX`.
+    #[inline(always)]
+    fn take_one(count: u32) -> Result<u32, ()> {
+        if B::PARK_NEEDS_WAKE && count > MAX {
+            return Err(());
+        }
+        count.checked_sub(1).ok_or(())
     }
 
     #[cold]
@@ -191,19 +261,51 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
             // before. Otherwise its reply is the count, as a load would have given.
             self.take_from(1)
         } else {
-            update::<S, B, _>(&self.count, Ordering::Acquire, |count| {
-                count.checked_sub(1).ok_or(())
-            })
-            .is_ok()
+            loop {
+                match update::<S, B, _>(&self.count, Ordering::Acquire, Self::take_one) {
+                    Ok(_) => return true,
+                    // A release's excess in the count hides whether a unit is there.
+                    Err(())
+                        if B::PARK_NEEDS_WAKE && B::load(&self.count, Ordering::Relaxed) > MAX =>
+                    {
+                        self.wait_for_no_excess()
+                    }
+                    Err(()) => return false,
+                }
+            }
         }
     }
 
     /// Blocks until it takes a unit (acquire).
     #[inline]
     pub fn acquire(&self) {
-        if !self.try_acquire() {
+        let taken = if B::PARK_NEEDS_WAKE {
+            self.take_once()
+        } else {
+            self.try_acquire()
+        };
+        if !taken {
             let _ = self.acquire_slow(&Limits::NONE);
         }
+    }
+
+    /// One look and, if it shows a unit, one compare-and-swap: `false` also when the
+    /// swap lost to another thread. A blocking acquire on the host backs off in its
+    /// slow path before it looks again, instead of retrying the swap at once against
+    /// the threads it just lost to (libstdc++'s acquire also makes one swap per look).
+    #[inline]
+    fn take_once(&self) -> bool {
+        let count = B::load(&self.count, Ordering::Relaxed);
+        Self::take_one(count).is_ok_and(|next| {
+            B::compare_exchange(
+                &self.count,
+                count,
+                next,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        })
     }
 
     /// Tries to take a unit for at most `timeout`; `true` on success.
@@ -234,10 +336,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     /// compare-and-swap when it was right, without loading the word again.
     #[inline]
     fn take_from(&self, count: u32) -> bool {
-        update_from::<S, B, _>(&self.count, count, Ordering::Acquire, |count| {
-            count.checked_sub(1).ok_or(())
-        })
-        .is_ok()
+        update_from::<S, B, _>(&self.count, count, Ordering::Acquire, Self::take_one).is_ok()
     }
 
     #[cold]
@@ -247,12 +346,23 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
     ) -> Result<(), Interrupted> {
         let mut round = 0;
         loop {
-            if self.try_acquire() {
-                return Ok(());
-            }
-            limits.check()?;
-            if !B::relax(&mut round) {
-                break;
+            if B::PARK_NEEDS_WAKE {
+                // The caller's attempt just failed: back off first.
+                limits.check()?;
+                if !B::relax(&mut round) {
+                    break;
+                }
+                if self.take_once() {
+                    return Ok(());
+                }
+            } else {
+                if self.try_acquire() {
+                    return Ok(());
+                }
+                limits.check()?;
+                if !B::relax(&mut round) {
+                    break;
+                }
             }
         }
         // The load that decides to park is the second half of the waiter handshake.
@@ -268,7 +378,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
                 waiter_order,
                 limits,
                 Spin::Done,
-                |count| count > 0,
+                |count| count > 0 && !(B::PARK_NEEDS_WAKE && count > MAX),
                 Some,
             );
             match positive {
