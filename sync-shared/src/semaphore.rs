@@ -5,7 +5,9 @@
 //! The counter lives in one word, the number of threads that are (about to be) parked
 //! in a second. Acquire is a compare-and-swap that decrements a positive counter; a
 //! thread that finds zero spins as the backend advises, then registers in the waiter
-//! count and parks on the counter word while it is zero. Release adds its units with
+//! count and parks on the counter word while it is zero. On the host a blocking
+//! acquire makes one swap per look and backs off after a lost one, rather than
+//! retrying the swap at once against the threads it lost to. Release adds its units with
 //! one read-modify-write, then wakes parked threads only if the waiter count is
 //! non-zero, so an uncontended release makes no system call.
 //!
