@@ -167,10 +167,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         }
         update::<S, B, _>(&self.count, Ordering::Release, |count| {
             if n > MAX - count {
-                return Err(UsageError::new(
-                    "CountingSemaphore::release",
-                    UsageErrorKind::ReleaseExceedsMax { n, count, max: MAX },
-                ));
+                return Err(Self::exceeds_max(n, count));
             }
             Ok(count + n)
         })?;
@@ -251,8 +248,9 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         }
     }
 
-    /// Takes a unit if the counter is positive; never blocks. `true` on success
-    /// (acquire).
+    /// Takes a unit if the counter is positive; never blocks (on the host it may wait
+    /// out the moment in which a release that passed `MAX` takes its units back, see
+    /// the module's algorithm). `true` on success (acquire).
     ///
     /// Unlike C++'s `try_acquire`, this never fails spuriously.
     #[inline]
