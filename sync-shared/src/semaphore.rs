@@ -345,24 +345,17 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
         limits: &Limits<'_, S, B, T>,
     ) -> Result<(), Interrupted> {
         let mut round = 0;
+        // On the host the caller's attempt just failed: back off before the next look.
         loop {
-            if B::PARK_NEEDS_WAKE {
-                // The caller's attempt just failed: back off first.
-                limits.check()?;
-                if !B::relax(&mut round) {
-                    break;
-                }
-                if self.take_once() {
-                    return Ok(());
-                }
-            } else {
-                if self.try_acquire() {
-                    return Ok(());
-                }
-                limits.check()?;
-                if !B::relax(&mut round) {
-                    break;
-                }
+            if !B::PARK_NEEDS_WAKE && self.try_acquire() {
+                return Ok(());
+            }
+            limits.check()?;
+            if !B::relax(&mut round) {
+                break;
+            }
+            if B::PARK_NEEDS_WAKE && self.take_once() {
+                return Ok(());
             }
         }
         // The load that decides to park is the second half of the waiter handshake.
@@ -378,7 +371,7 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> CountingSemaphore<S, B, MAX> {
                 waiter_order,
                 limits,
                 Spin::Done,
-                |count| count > 0 && !(B::PARK_NEEDS_WAKE && count > MAX),
+                |count| Self::take_one(count).is_ok(),
                 Some,
             );
             match positive {
