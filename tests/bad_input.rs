@@ -32,7 +32,7 @@ fn assert_mentions(message: &str, parts: &[&str]) {
 }
 
 const BARRIER_MAX: u32 = (1 << 28) - 1;
-const LATCH_MAX: u32 = (1 << 31) - 1;
+const LATCH_MAX: u32 = (1 << 30) - 1;
 
 // ---------------------------------------------------------------- Barrier
 
@@ -237,11 +237,11 @@ fn latch_new_beyond_max() {
     let message = panic_message(|| {
         let _ = Latch::<System>::new(LATCH_MAX + 1);
     });
-    assert_mentions(&message, &["Latch::new", "2147483648", "2147483647"]);
+    assert_mentions(&message, &["Latch::new", "1073741824", "1073741823"]);
     let message = panic_message(|| {
         let _ = Latch::<System>::new(u32::MAX);
     });
-    assert_mentions(&message, &["Latch::new", "4294967295", "2147483647"]);
+    assert_mentions(&message, &["Latch::new", "4294967295", "1073741823"]);
     assert_eq!(
         Latch::<System>::try_new(LATCH_MAX + 1).unwrap_err(),
         UsageError {

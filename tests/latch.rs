@@ -288,7 +288,7 @@ fn wait_stoppable_returns_ok_when_the_latch_opens() {
 
 #[test]
 fn max_is_the_documented_limit() {
-    assert_eq!(Latch::<System>::max(), (1 << 31) - 1);
+    assert_eq!(Latch::<System>::max(), (1 << 30) - 1);
     let latch = Latch::new(Latch::<System>::max());
     latch.count_down(Latch::<System>::max() - 1);
     assert!(!latch.try_wait());
@@ -337,4 +337,51 @@ fn debug_output_shows_the_count() {
     let text = format!("{latch:?}");
     assert!(text.contains("Latch"), "{text}");
     assert!(text.contains("count: 4"), "{text}");
+}
+
+/// Count-downs beyond the counter race the count-downs that open the latch: every one
+/// beyond fails and is taken back, every rightful one succeeds, and a waiter released
+/// by the latch sees the writes of all the rightful count-downs. With the take-back
+/// removed a beyond count-down leaves the counter wrapped and the waiter hangs; with
+/// the wait for a wrapped counter removed a rightful one fails.
+#[test]
+fn count_downs_beyond_the_counter_race_the_rightful_ones() {
+    const ROUNDS: usize = 300;
+    const COUNTERS: usize = 3;
+    hang_guard("count-downs beyond the counter", 60, || {
+        let mut beyond_count_downs = 0;
+        for _ in 0..ROUNDS {
+            let latch = Latch::<System>::new(COUNTERS as u32);
+            let written: [AtomicU32; COUNTERS] = Default::default();
+            thread::scope(|s| {
+                let beyond = s.spawn(|| {
+                    let mut tries = 0;
+                    while !latch.try_wait() || tries == 0 {
+                        let refused = latch.try_count_down(COUNTERS as u32 + 1).is_err();
+                        assert!(refused, "a count-down beyond the counter succeeded");
+                        tries += 1;
+                    }
+                    tries
+                });
+                for slot in &written {
+                    let latch = &latch;
+                    s.spawn(move || {
+                        slot.store(1, Ordering::Relaxed);
+                        latch.count_down(1);
+                    });
+                }
+                latch.wait();
+                for slot in &written {
+                    assert_eq!(slot.load(Ordering::Relaxed), 1, "released before a write");
+                }
+                beyond_count_downs += beyond.join().unwrap();
+            });
+            assert!(latch.try_wait());
+            assert!(
+                latch.try_count_down(1).is_err(),
+                "an open latch takes nothing"
+            );
+        }
+        assert!(beyond_count_downs >= ROUNDS);
+    });
 }

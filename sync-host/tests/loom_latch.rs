@@ -105,3 +105,33 @@ fn latch_arrive_and_wait() {
         other.join().unwrap();
     });
 }
+
+/// A count-down beyond the counter races the one that opens the latch: it fails
+/// whichever comes first, the rightful one succeeds (it waits out the wrapped counter
+/// if it comes second), and the waiter is released with its write. Lost wake-ups show
+/// as a loom deadlock.
+#[test]
+fn latch_count_down_beyond_races_the_rightful_one() {
+    loom::model(|| {
+        let latch = Arc::new(Latch::<System>::new(1));
+        let data = Arc::new(Data::new(0));
+
+        let rightful = {
+            let (latch, data) = (latch.clone(), data.clone());
+            thread::spawn(move || {
+                data.set(1);
+                latch.count_down(1);
+            })
+        };
+        let beyond = {
+            let latch = latch.clone();
+            thread::spawn(move || latch.try_count_down(2))
+        };
+
+        latch.wait();
+        assert_eq!(data.get(), 1);
+        assert!(beyond.join().unwrap().is_err());
+        rightful.join().unwrap();
+        assert!(latch.try_wait());
+    });
+}

@@ -2,20 +2,31 @@
 //!
 //! # Algorithm
 //!
-//! One word: a "sleepers" bit and the counter. `count_down` is a compare-and-swap, so a
-//! decrement beyond the counter is refused before the word changes. The decrement that
-//! reaches zero also clears the sleepers bit and, if it was set, wakes every sleeper.
-//! On backends with unchecked fast paths `count_down` is one `fetch_sub`, checked after
-//! the word changed, and a backend may run a whole `arrive_and_wait` in its own
-//! instructions ([`Backend::latch_phase_together`]: on the GPU, a whole warp's count-down
-//! as one, in PTX).
+//! One word: a "sleepers" bit and the counter. `count_down` is one `fetch_sub`. A
+//! count-down beyond the counter finds out from the value before its subtraction, adds
+//! its `n` back and fails, so the latch is left as if it had not been called. While it
+//! is wrapped below zero the counter reads above [`MAX`]: a count-down that sees such a
+//! count cannot judge its own `n`, so it also adds it back, waits until the counter
+//! holds a real count again and subtracts anew. The subtraction that reaches zero
+//! wakes every sleeper if the sleepers bit was set (it leaves the bit: waiters test
+//! the count only). A waiter sets the bit with a compare-and-swap before it parks,
+//! but never on a wrapped counter, whose top bits belong to the wrap.
+//!
+//! The limit of this scheme: a count reads above `MAX` only while the count-downs
+//! beyond the counter in flight together take less than 2³¹ − `MAX` below zero; two of
+//! at most `MAX` each always do. On the GPU, `count_down` and `arrive_and_wait` do not
+//! check at all (see [`Backend::UNCHECKED_FAST_PATHS`]) and a backend may run a whole
+//! `arrive_and_wait` in its own instructions ([`Backend::latch_phase_together`]: a
+//! whole warp's count-down as one, in PTX).
 //!
 //! # Memory ordering
 //!
 //! `count_down` is a release operation and a wait that returns has loaded zero with
 //! acquire ordering, so everything written before any `count_down` is visible after
 //! any `wait` returns (C++ [thread.latch.class]: `count_down` strongly happens before
-//! the return of the waits it unblocks).
+//! the return of the waits it unblocks). The take-back of a failed count-down is a
+//! read-modify-write, so it continues the release sequences of the subtractions
+//! before it.
 
 use core::convert::Infallible;
 use core::fmt;
@@ -28,7 +39,7 @@ use crate::message::ConstMessage;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::{Includes, Scope};
 use crate::stop_token::StopToken;
-use crate::update::{combined_take, update};
+use crate::update::combined_take;
 use crate::wait::{announce_with_flag, wait_until, Limits, Spin, StopScope};
 
 /// At least one thread may be parked on the word.
@@ -37,6 +48,9 @@ const SLEEPERS: u32 = 1 << 31;
 /// instructions, `Backend::latch_phase_together`; not a stable interface.)
 #[doc(hidden)]
 pub const COUNT: u32 = SLEEPERS - 1;
+/// The largest count a latch holds. Counts above it appear only while a count-down
+/// beyond the counter has wrapped it and not yet added its `n` back.
+const MAX: u32 = (1 << 30) - 1;
 
 /// A single-use barrier: threads count it down, and waits return once it reaches zero.
 ///
@@ -72,12 +86,12 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
         /// If `expected > Self::max()`.
         #[track_caller]
         pub fn new(expected: u32) -> Self {
-            if expected > COUNT {
+            if expected > MAX {
                 ConstMessage::new()
                     .text("Latch::new: expected = ")
                     .number(expected as u64)
                     .text(" exceeds Latch::max() = ")
-                    .number(COUNT as u64)
+                    .number(MAX as u64)
                     .panic();
             }
             Self { state: Word::new(expected), _backend: PhantomData }
@@ -86,30 +100,32 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
 
     /// Like [`new`](Self::new), but returns an error instead of panicking.
     pub fn try_new(expected: u32) -> Result<Self, UsageError> {
-        if expected > COUNT {
+        if expected > MAX {
             return Err(UsageError::new(
                 "Latch::new",
                 UsageErrorKind::ExceedsMax {
                     value: expected,
-                    max: COUNT,
+                    max: MAX,
                 },
             ));
         }
         Ok(Self::new(expected))
     }
 
-    /// The largest counter a latch supports: 2³¹ − 1.
+    /// The largest counter a latch supports: 2³⁰ − 1.
     pub const fn max() -> u32 {
-        COUNT
+        MAX
     }
 
     /// Decrements the counter by `n` (release); at zero, releases every waiter.
     ///
     /// # Panics
     ///
-    /// If `n` exceeds the counter. The latch is left unchanged, except on backends with
-    /// [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS) (the GPU, where the
-    /// panic traps the kernel), which find it after the counter changed.
+    /// If `n` exceeds the counter. The latch is left as if the call had not been made,
+    /// except on backends with [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS)
+    /// (the GPU, where the panic traps the kernel). Until the call has added its `n`
+    /// back, other threads may see the counter lower than it is, or a moment of zero:
+    /// a count-down beyond the counter is a bug, and the latch is exact only without it.
     #[inline]
     #[track_caller]
     pub fn count_down(&self, n: u32) {
@@ -147,23 +163,73 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     }
 
     fn count_down_as(&self, operation: &'static str, n: u32) -> Result<(), UsageError> {
-        let previous = combined_take::<S, B, _>(&self.state, n, |n| {
-            update::<S, B, _>(&self.state, Ordering::Release, |current| {
-                let count = current & COUNT;
-                if n > count {
-                    return Err(UsageError::new(
-                        operation,
-                        UsageErrorKind::CountDownExceedsCount { n, count },
-                    ));
-                }
-                // Reaching zero clears the sleepers bit: nobody needs waking after this.
-                Ok(if count == n { 0 } else { current - n })
-            })
-        })?;
+        let beyond = |count| {
+            UsageError::new(
+                operation,
+                UsageErrorKind::CountDownExceedsCount { n, count },
+            )
+        };
+        if n > MAX {
+            return Err(beyond(B::load(&self.state, Ordering::Relaxed) & COUNT));
+        }
+        let previous = loop {
+            match combined_take::<S, B, _>(&self.state, n, |n| self.subtract(n)) {
+                Ok(previous) => break previous,
+                Err(count) if count > MAX => self.wait_until_unwrapped(),
+                Err(count) => return Err(beyond(count)),
+            }
+        };
         if previous & COUNT == n && previous & SLEEPERS != 0 {
             B::wake_all(&self.state);
         }
         Ok(())
+    }
+
+    /// Subtracts `n` from the counter and returns the word before; or, where the
+    /// counter held less than `n` or was wrapped, adds `n` back and returns the count
+    /// it saw.
+    #[inline]
+    fn subtract(&self, n: u32) -> Result<u32, u32> {
+        let previous = B::fetch_sub(&self.state, n, Ordering::Release);
+        let count = previous & COUNT;
+        if count <= MAX && n <= count {
+            return Ok(previous);
+        }
+        self.take_back(n);
+        Err(count)
+    }
+
+    /// Adds back the `n` of a subtraction that failed. The counter may read zero here
+    /// for a moment (count-downs that came in while it was wrapped are still to add
+    /// theirs back): the sleepers are woken, to see what a spinning waiter sees.
+    #[cold]
+    fn take_back(&self, n: u32) {
+        let wrapped = B::fetch_add(&self.state, n, Ordering::Relaxed);
+        if wrapped.wrapping_add(n) & COUNT == 0 {
+            B::wake_all(&self.state);
+        }
+    }
+
+    /// Spins (and yields) until no count-down beyond the counter has it wrapped.
+    #[cold]
+    fn wait_until_unwrapped(&self) {
+        let mut round = 0;
+        while B::load(&self.state, Ordering::Relaxed) & COUNT > MAX {
+            if !B::relax(&mut round) {
+                B::yield_now();
+            }
+        }
+    }
+
+    /// The `announce` of the waits: sets the sleepers bit, but not on a wrapped
+    /// counter (its top bits are the wrap's, and go with it); there it yields and
+    /// has the wait look again.
+    fn announce_sleeper(&self, value: u32) -> Option<u32> {
+        if value & COUNT > MAX {
+            B::yield_now();
+            return None;
+        }
+        announce_with_flag::<S, B>(&self.state, value, SLEEPERS)
     }
 
     /// Whether the counter has reached zero (acquire when `true`).
@@ -184,7 +250,7 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
             limits,
             Spin::First,
             |value| value & COUNT == 0,
-            |value| announce_with_flag::<S, B>(&self.state, value, SLEEPERS),
+            |value| self.announce_sleeper(value),
         )
         .map(drop)
     }
