@@ -125,6 +125,9 @@ fn latch(c: &mut Criterion) {
     group.bench_function("mutex_condvar_latch", |b| {
         b.iter_custom(|n| latch_rounds::<MutexCondvarLatch>(4, n));
     });
+    group.bench_function("crossbeam_wait_group", |b| {
+        b.iter_custom(|n| wait_group_rounds(4, n));
+    });
     group.finish();
 }
 

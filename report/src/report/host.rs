@@ -175,16 +175,20 @@ fn thread_cases(threads: Threads) -> Vec<Case> {
         } else {
             per_thread_count(iterations::LATCH_ROUNDS, threads)
         };
-        cases.push(threaded(
-            "latch",
-            "count_down_wait",
-            threads,
-            rounds,
-            latch_rounds::<Latch>,
-            "mutex_condvar_latch",
-            latch_rounds::<MutexCondvarLatch>,
-            "latch",
-        ));
+        let n = threads as usize;
+        cases.push(
+            threaded(
+                "latch",
+                "count_down_wait",
+                threads,
+                rounds,
+                latch_rounds::<Latch>,
+                "mutex_condvar_latch",
+                latch_rounds::<MutexCondvarLatch>,
+                "latch",
+            )
+            .with_peer("crossbeam_wait_group", move |i| wait_group_rounds(n, i)),
+        );
     }
     cases
 }

@@ -247,6 +247,37 @@ pub fn latch_rounds<L: CountDownLatch + Sync>(threads: usize, rounds: u64) -> Du
     start.elapsed()
 }
 
+/// [`latch_rounds`] with `crossbeam_utils::sync::WaitGroup` in the latch's place: its
+/// `wait` is a count-down and a wait in one, and each thread holds a clone per round
+/// (made before the clock starts, as the latches are).
+pub fn wait_group_rounds(threads: usize, rounds: u64) -> Duration {
+    use crossbeam_utils::sync::WaitGroup;
+
+    if threads == 1 {
+        let start = Instant::now();
+        for _ in 0..rounds {
+            black_box(WaitGroup::new()).wait();
+        }
+        return start.elapsed();
+    }
+    let groups: Vec<WaitGroup> = (0..rounds).map(|_| WaitGroup::new()).collect();
+    let mut members: Vec<Vec<WaitGroup>> = (0..threads)
+        .map(|_| groups.iter().map(WaitGroup::clone).collect())
+        .collect();
+    drop(groups);
+    let start = Instant::now();
+    thread::scope(|s| {
+        for rounds in members.drain(..) {
+            s.spawn(move || {
+                for member in rounds {
+                    member.wait();
+                }
+            });
+        }
+    });
+    start.elapsed()
+}
+
 /// One thread acquires and releases a semaphore that always has a unit: the fast path.
 pub fn acquire_release_uncontended<S: Semaphore>(iterations: u64) -> Duration {
     let semaphore = S::with_units(1);
