@@ -2,19 +2,20 @@
 //!
 //! # Algorithm
 //!
-//! One word: a "sleepers" bit and the counter. `count_down` is one `fetch_sub`. A
-//! count-down beyond the counter finds out from the value before its subtraction, adds
-//! its `n` back and fails, so the latch is left as if it had not been called. While it
-//! is wrapped below zero the counter reads above [`MAX`]: a count-down that sees such a
-//! count cannot judge its own `n`, so it also adds it back, waits until the counter
-//! holds a real count again and subtracts anew. The subtraction that reaches zero
+//! One word: a "sleepers" bit and the counter. `count_down` looks at the counter,
+//! fails if it holds less than `n`, and otherwise subtracts with one `fetch_sub` (not
+//! a compare-and-swap, which fails and retries under contention). Where others took
+//! units between the look and the subtraction, the counter wraps below zero and reads
+//! above [`MAX`]; the count-down sees so in the value before its subtraction, adds its
+//! `n` back and looks again. A count-down that looks at a wrapped counter waits until
+//! the wrapping one has added its `n` back. The subtraction that reaches zero
 //! wakes every sleeper if the sleepers bit was set (it leaves the bit: waiters test
 //! the count only). A waiter sets the bit with a compare-and-swap before it parks,
 //! but never on a wrapped counter, whose top bits belong to the wrap.
 //!
-//! The limit of this scheme: a count reads above `MAX` only while the count-downs
-//! beyond the counter in flight together take less than 2³¹ − `MAX` below zero; two of
-//! at most `MAX` each always do. On the GPU, `count_down` and `arrive_and_wait` do not
+//! The limit of this scheme: a wrapped count reads above `MAX` only while the
+//! subtractions that wrapped it take together less than 2³¹ − `MAX` (about 2³⁰) below
+//! zero. On the GPU, `count_down` and `arrive_and_wait` do not
 //! check at all (see [`Backend::UNCHECKED_FAST_PATHS`]) and a backend may run a whole
 //! `arrive_and_wait` in its own instructions ([`Backend::latch_phase_together`]: a
 //! whole warp's count-down as one, in PTX).
@@ -121,11 +122,11 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
     ///
     /// # Panics
     ///
-    /// If `n` exceeds the counter. The latch is left as if the call had not been made,
-    /// except on backends with [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS)
-    /// (the GPU, where the panic traps the kernel). Until the call has added its `n`
-    /// back, other threads may see the counter lower than it is, or a moment of zero:
-    /// a count-down beyond the counter is a bug, and the latch is exact only without it.
+    /// If `n` exceeds the counter. The latch is left as it was, except on backends with
+    /// [`UNCHECKED_FAST_PATHS`](Backend::UNCHECKED_FAST_PATHS) (the GPU, where the panic
+    /// traps the kernel). Where count-downs racing each other exceed the counter
+    /// together, the one that fails may show others the counter low, or zero, for the
+    /// moment it takes to add its `n` back.
     #[inline]
     #[track_caller]
     pub fn count_down(&self, n: u32) {
@@ -172,31 +173,45 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
         if n > MAX {
             return Err(beyond(B::load(&self.state, Ordering::Relaxed) & COUNT));
         }
-        let previous = loop {
-            match combined_take::<S, B, _>(&self.state, n, |n| self.subtract(n)) {
-                Ok(previous) => break previous,
-                Err(count) if count > MAX => self.wait_until_unwrapped(),
-                Err(count) => return Err(beyond(count)),
-            }
-        };
+        let previous =
+            combined_take::<S, B, _>(&self.state, n, |n| self.subtract(n)).map_err(beyond)?;
         if previous & COUNT == n && previous & SLEEPERS != 0 {
             B::wake_all(&self.state);
         }
         Ok(())
     }
 
-    /// Subtracts `n` from the counter and returns the word before; or, where the
-    /// counter held less than `n` or was wrapped, adds `n` back and returns the count
-    /// it saw.
+    /// Subtracts `n` from a counter that holds at least `n` and returns the word
+    /// before, or returns the count that does not hold it. A wrapped counter is waited
+    /// out (it belongs to a count-down beyond the counter, which adds its `n` back at
+    /// once); a subtraction that wraps the counter, because others took units after
+    /// the look, adds its `n` back and looks again.
     #[inline]
     fn subtract(&self, n: u32) -> Result<u32, u32> {
-        let previous = B::fetch_sub(&self.state, n, Ordering::Release);
-        let count = previous & COUNT;
-        if count <= MAX && n <= count {
-            return Ok(previous);
+        let mut round = 0;
+        loop {
+            let count = B::load(&self.state, Ordering::Relaxed) & COUNT;
+            if count > MAX {
+                Self::wait_a_moment(&mut round);
+                continue;
+            }
+            if n > count {
+                return Err(count);
+            }
+            let previous = B::fetch_sub(&self.state, n, Ordering::Release);
+            let count = previous & COUNT;
+            if count <= MAX && n <= count {
+                return Ok(previous);
+            }
+            self.take_back(n);
         }
-        self.take_back(n);
-        Err(count)
+    }
+
+    #[cold]
+    fn wait_a_moment(round: &mut u32) {
+        if !B::relax(round) {
+            B::yield_now();
+        }
     }
 
     /// Adds back the `n` of a subtraction that failed. The counter may read zero here
@@ -207,17 +222,6 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
         let wrapped = B::fetch_add(&self.state, n, Ordering::Relaxed);
         if wrapped.wrapping_add(n) & COUNT == 0 {
             B::wake_all(&self.state);
-        }
-    }
-
-    /// Spins (and yields) until no count-down beyond the counter has it wrapped.
-    #[cold]
-    fn wait_until_unwrapped(&self) {
-        let mut round = 0;
-        while B::load(&self.state, Ordering::Relaxed) & COUNT > MAX {
-            if !B::relax(&mut round) {
-                B::yield_now();
-            }
         }
     }
 
