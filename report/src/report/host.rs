@@ -118,6 +118,11 @@ fn thread_cases(threads: Threads) -> Vec<Case> {
             (ladder.clone(), even, ladder.clone(), ladder)
         }
     };
+    let fair_threads: Vec<u32> = contended_threads
+        .iter()
+        .copied()
+        .filter(|&n| n > 1)
+        .collect();
     // A workload of `threads` threads: ours, the Rust peer, the anchor's name for it.
     let threaded = |primitive,
                     op,
@@ -168,6 +173,21 @@ fn thread_cases(threads: Threads) -> Vec<Case> {
             acquire_release_contended::<MutexCondvarSemaphore>,
             "contended",
         ));
+    }
+    // The FIFO variant on the contended workload, beside libstdc++'s (unfair)
+    // semaphore: what first-come-first-served order costs under contention.
+    for &threads in &fair_threads {
+        let n = threads as usize;
+        cases.push(
+            Case::new(
+                "fair_semaphore",
+                "acquire_release_contended",
+                threads,
+                per_thread_count(iterations::CONTENDED_ACQUIRE_RELEASE, threads),
+                move |i| acquire_release_contended::<FairSemaphore>(n, i),
+            )
+            .with_anchor("contended"),
+        );
     }
     for threads in latch_threads {
         let rounds = if threads == 1 {

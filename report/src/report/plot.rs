@@ -200,6 +200,7 @@ fn is_scaling(key: &Key) -> bool {
             ("barrier", "arrive_and_wait")
                 | ("semaphore", "ping_pong")
                 | ("semaphore", "acquire_release_contended")
+                | ("fair_semaphore", "acquire_release_contended")
                 | ("latch", "count_down_wait")
         )
 }
