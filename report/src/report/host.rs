@@ -362,17 +362,18 @@ mod tests {
     #[test]
     fn every_scaling_workload_runs_at_every_rung() {
         let cases = thread_cases(Threads::Scaling(4));
-        let at = |op: &str| -> Vec<u32> {
+        let at = |primitive: &str, op: &str| -> Vec<u32> {
             cases
                 .iter()
-                .filter(|case| case.op == op)
+                .filter(|case| case.primitive == primitive && case.op == op)
                 .map(|case| case.threads)
                 .collect()
         };
-        assert_eq!(at("arrive_and_wait"), [1, 2, 4, 8]);
-        assert_eq!(at("ping_pong"), [2, 4, 8]);
-        assert_eq!(at("acquire_release_contended"), [1, 2, 4, 8]);
-        assert_eq!(at("count_down_wait"), [1, 2, 4, 8]);
+        assert_eq!(at("barrier", "arrive_and_wait"), [1, 2, 4, 8]);
+        assert_eq!(at("semaphore", "ping_pong"), [2, 4, 8]);
+        assert_eq!(at("semaphore", "acquire_release_contended"), [1, 2, 4, 8]);
+        assert_eq!(at("fair_semaphore", "acquire_release_contended"), [2, 4, 8]);
+        assert_eq!(at("latch", "count_down_wait"), [1, 2, 4, 8]);
         assert!(cases.iter().all(|case| case.anchor.is_some()));
     }
 }
