@@ -6,11 +6,11 @@
 //! fails if it holds less than `n`, and otherwise subtracts with one `fetch_sub` (not
 //! a compare-and-swap, which fails and retries under contention). Where others took
 //! units between the look and the subtraction, the counter wraps below zero and reads
-//! above [`MAX`]; the count-down sees so in the value before its subtraction, adds its
-//! `n` back and looks again. A count-down that looks at a wrapped counter waits until
-//! the wrapping one has added its `n` back. The subtraction that reaches zero
-//! wakes every sleeper if the sleepers bit was set (it leaves the bit: waiters test
-//! the count only). A waiter sets the bit with a compare-and-swap before it parks,
+//! above `MAX` (2³⁰ − 1, [`Latch::max`]); the count-down sees so in the value before
+//! its subtraction, adds its `n` back and looks again. A count-down that looks at a
+//! wrapped counter waits until the wrapping one has added its `n` back. The
+//! subtraction that reaches zero wakes every sleeper if the sleepers bit was set (it
+//! leaves the bit: waiters test the count only). A waiter sets the bit with a compare-and-swap before it parks,
 //! but never on a wrapped counter, whose top bits belong to the wrap.
 //!
 //! The limit of this scheme: a wrapped count reads above `MAX` only while the
