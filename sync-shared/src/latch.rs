@@ -10,15 +10,16 @@
 //! its subtraction, adds its `n` back and looks again. A count-down that looks at a
 //! wrapped counter waits until the wrapping one has added its `n` back. The
 //! subtraction that reaches zero wakes every sleeper if the sleepers bit was set (it
-//! leaves the bit: waiters test the count only). A waiter sets the bit with a compare-and-swap before it parks,
-//! but never on a wrapped counter, whose top bits belong to the wrap.
+//! leaves the bit: waiters test the count only). A waiter sets the bit with a
+//! compare-and-swap before it parks, but never on a wrapped counter, whose top bits
+//! belong to the wrap.
 //!
 //! The limit of this scheme: a wrapped count reads above `MAX` only while the
 //! subtractions that wrapped it take together less than 2³¹ − `MAX` (about 2³⁰) below
-//! zero. On the GPU, `count_down` and `arrive_and_wait` do not
-//! check at all (see [`Backend::UNCHECKED_FAST_PATHS`]) and a backend may run a whole
-//! `arrive_and_wait` in its own instructions ([`Backend::latch_phase_together`]: a
-//! whole warp's count-down as one, in PTX).
+//! zero. On the GPU, `count_down` and `arrive_and_wait` do not check at all (see
+//! [`Backend::UNCHECKED_FAST_PATHS`]), and a backend may run a whole `arrive_and_wait`
+//! in its own instructions ([`Backend::latch_phase_together`]: a whole warp's
+//! count-down as one, in PTX).
 //!
 //! # Memory ordering
 //!
@@ -49,8 +50,8 @@ const SLEEPERS: u32 = 1 << 31;
 /// instructions, `Backend::latch_phase_together`; not a stable interface.)
 #[doc(hidden)]
 pub const COUNT: u32 = SLEEPERS - 1;
-/// The largest count a latch holds. Counts above it appear only while a count-down
-/// beyond the counter has wrapped it and not yet added its `n` back.
+/// The largest count a latch holds. Counts above it appear only while a subtraction
+/// that lost a race has wrapped the counter and not yet added its `n` back.
 const MAX: u32 = (1 << 30) - 1;
 
 /// A single-use barrier: threads count it down, and waits return once it reaches zero.
@@ -183,9 +184,9 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
 
     /// Subtracts `n` from a counter that holds at least `n` and returns the word
     /// before, or returns the count that does not hold it. A wrapped counter is waited
-    /// out (it belongs to a count-down beyond the counter, which adds its `n` back at
-    /// once); a subtraction that wraps the counter, because others took units after
-    /// the look, adds its `n` back and looks again.
+    /// out (the subtraction that wrapped it adds its `n` back at once); a subtraction
+    /// that wraps the counter, because others took units after the look, adds its `n`
+    /// back and looks again.
     #[inline]
     fn subtract(&self, n: u32) -> Result<u32, u32> {
         let mut round = 0;
