@@ -85,6 +85,9 @@ cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/ker
 cp baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu baselines/nccl_barriers.cu \
     baselines/host_baselines.cpp "$out/"
 cp benches/ratios.json "$out/ratios.json"
+# The libc++ host peer, built here (a GPU host has g++ but seldom clang with libc++):
+# zig's c++ links libc++ in, so the program runs there as it is.
+bash scripts/libcxx.sh "$out/host_baselines_libcxx"
 
 cat > "$out/run.sh" <<'RUN'
 #!/usr/bin/env bash
@@ -93,7 +96,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | ./user-kernels-example | ./host_baselines | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | ./user-kernels-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
     # Plain executables only: sanitize.sh leaves its logs in a folder here.
     [[ -f "$test" && -x "$test" ]] || continue
     echo "== $test"
@@ -362,8 +365,9 @@ chmod +x "$out/sanitize.sh"
 cat > "$out/host.sh" <<'RUN'
 #!/usr/bin/env bash
 # CPU scaling on this host: barrier, semaphore (ping-pong pairs, contended) and latch at
-# 1, 2, 4, ... threads up to twice the hardware threads, ours beside Rust std's and
-# libstdc++'s (built here with g++), in one run; then the charts.
+# 1, 2, 4, ... threads up to twice the hardware threads, ours beside Rust std's,
+# crossbeam's, libstdc++'s (built here with g++) and libc++'s (built with the bundle),
+# in one run; then the charts.
 #   bash host.sh [OUT_DIR]     # default: host-scaling/ beside this script
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -371,7 +375,13 @@ out="${1:-host-scaling}"
 mkdir -p "$out"
 g++ -O2 -std=c++20 -pthread host_baselines.cpp -o host_baselines
 g++ --version | head -1 > "$out/compiler.txt"
-./scoped-sync --host-only --scaling --anchor ./host_baselines --json > "$out/host-scaling.jsonl" 2> "$out/host-scaling.log"
+libcxx=()
+if [[ -x host_baselines_libcxx ]]; then
+    libcxx=(--anchor-libcxx ./host_baselines_libcxx)
+else
+    echo "libc++ anchor: skipped: the bundle has no host_baselines_libcxx" | tee -a "$out/compiler.txt" >&2
+fi
+./scoped-sync --host-only --scaling --anchor ./host_baselines "${libcxx[@]}" --json > "$out/host-scaling.jsonl" 2> "$out/host-scaling.log"
 ./scoped-sync --from "$out/host-scaling.jsonl" --plot "$out"
 RUN
 chmod +x "$out/host.sh"

@@ -8,7 +8,7 @@ mod report;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use report::anchor::Anchor;
+use report::anchor::{self, Anchor};
 use report::cli::{self, Command, Options, Sections};
 use report::host::Threads;
 use report::measure::Plan;
@@ -80,14 +80,23 @@ fn run_litmus(instances: u64) -> ExitCode {
 /// The report: measure (or read `--from` runs), print, then plot and gate.
 fn run(options: &Options) -> Result<ExitCode, String> {
     let runs = if options.from.is_empty() {
-        let anchor = options.anchor.as_ref().map(Anchor::new);
-        if let Some(anchor) = &anchor {
+        let anchors: Vec<(&str, Anchor)> = [
+            ("--anchor", &options.anchor, anchor::LIBSTDCXX),
+            ("--anchor-libcxx", &options.anchor_libcxx, anchor::LIBCXX),
+        ]
+        .into_iter()
+        .filter_map(|(flag, path, implementation)| {
+            Some((flag, Anchor::new(path.as_ref()?, implementation)))
+        })
+        .collect();
+        for (flag, anchor) in &anchors {
             // Refuse a program that is not the anchor before minutes of measuring.
             anchor
                 .run("stop_requested", 1, 1)
-                .map_err(|error| format!("--anchor: {error}"))?;
+                .map_err(|error| format!("{flag}: {error}"))?;
         }
-        match measure(options, anchor.as_ref()) {
+        let anchors: Vec<Anchor> = anchors.into_iter().map(|(_, anchor)| anchor).collect();
+        match measure(options, &anchors) {
             Ok(records) => vec![records],
             // A closed pipe (`| head`) is the reader's choice, not a failure.
             Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
@@ -170,7 +179,7 @@ fn run_gate(
 }
 
 /// Measures the sections the options ask for, prints them, and returns their records.
-fn measure(options: &Options, anchor: Option<&Anchor>) -> io::Result<Vec<Record>> {
+fn measure(options: &Options, anchors: &[Anchor]) -> io::Result<Vec<Record>> {
     let plan = if options.quick {
         Plan::QUICK
     } else {
@@ -214,7 +223,7 @@ fn measure(options: &Options, anchor: Option<&Anchor>) -> io::Result<Vec<Record>
     };
     let mut progress = Progress::new(host_steps + gpu_steps, !options.quick);
     let mut rows = if host_wanted {
-        let mut rows = host::measure(plan, threads, anchor, &mut progress);
+        let mut rows = host::measure(plan, threads, anchors, &mut progress);
         rows.extend(stop_wake::measure(plan, &mut progress));
         rows
     } else {

@@ -277,35 +277,45 @@ fn the_anchor_runs_beside_ours() {
         }
         Ok(output) => assert!(output.status.success(), "g++ failed: {output:?}"),
     }
+    // The same program stands in for the libc++ build: what is tested here is that
+    // each anchor's figures come out under its own name.
+    let program = program.to_str().expect("UTF-8 path");
     let output = report(&[
         "--quick",
         "--json",
         "--host-only",
         "--anchor",
-        program.to_str().expect("UTF-8 path"),
+        program,
+        "--anchor-libcxx",
+        program,
     ]);
     assert!(output.status.success(), "{output:?}");
     let records = validate(&String::from_utf8_lossy(&output.stdout), "--anchor run");
-    let anchored: BTreeSet<String> = records
-        .iter()
-        .filter(|r| r["impl"] == "libstdcxx")
-        .map(|r| format!("{} {} {}", r["primitive"], r["op"], r["threads"]))
-        .collect();
-    for expected in [
-        "\"barrier\" \"arrive_and_wait\" 2",
-        "\"barrier\" \"arrive_and_wait\" 4",
-        "\"semaphore\" \"ping_pong\" 2",
-        "\"semaphore\" \"acquire_release_uncontended\" 1",
-        "\"latch\" \"count_down_wait\" 1",
-        "\"stop_token\" \"stop_requested\" 1",
-        "\"stop_callback\" \"register_drop\" 1",
-    ] {
-        assert!(
-            anchored.contains(expected),
-            "no libstdcxx record for {expected}: {anchored:?}"
-        );
+    for implementation in ["libstdcxx", "libcxx"] {
+        let anchored: BTreeSet<String> = records
+            .iter()
+            .filter(|r| r["impl"] == implementation)
+            .map(|r| format!("{} {} {}", r["primitive"], r["op"], r["threads"]))
+            .collect();
+        for expected in [
+            "\"barrier\" \"arrive_and_wait\" 2",
+            "\"barrier\" \"arrive_and_wait\" 4",
+            "\"semaphore\" \"ping_pong\" 2",
+            "\"semaphore\" \"acquire_release_uncontended\" 1",
+            "\"latch\" \"count_down_wait\" 1",
+            "\"stop_token\" \"stop_requested\" 1",
+            "\"stop_callback\" \"register_drop\" 1",
+        ] {
+            assert!(
+                anchored.contains(expected),
+                "no {implementation} record for {expected}: {anchored:?}"
+            );
+        }
     }
-    // Something that is not the anchor is refused before any measuring.
-    let refused = report(&["--quick", "--host-only", "--anchor", "/bin/false"]);
-    assert!(!refused.status.success());
+    // Something that is not the anchor is refused before any measuring, under either
+    // option.
+    for option in ["--anchor", "--anchor-libcxx"] {
+        let refused = report(&["--quick", "--host-only", option, "/bin/false"]);
+        assert!(!refused.status.success(), "{option} /bin/false was taken");
+    }
 }

@@ -1,6 +1,7 @@
-//! The C++ anchor on the host: `baselines/host_baselines.cpp` (libstdc++'s C++20
-//! primitives) built by the user, run by the report once per measurement so that it
-//! alternates with ours in one run (`--anchor PATH`).
+//! The C++ anchors on the host: `baselines/host_baselines.cpp` built by the user
+//! against libstdc++ (`--anchor PATH`) and, where clang has libc++, against libc++
+//! (`--anchor-libcxx PATH`), each run by the report once per measurement so that it
+//! alternates with ours in one run.
 
 use std::fmt;
 use std::io::Read;
@@ -9,8 +10,10 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// The `impl` of the anchor's records.
-pub const IMPLEMENTATION: &str = "libstdcxx";
+/// The `impl` of the records of the program built against libstdc++.
+pub const LIBSTDCXX: &str = "libstdcxx";
+/// The `impl` of the records of the program built against libc++.
+pub const LIBCXX: &str = "libcxx";
 
 /// One anchor run may take this long before it is killed and reported as stalled: the
 /// issue that asked for this measured a libstdc++ barrier that did not finish a round
@@ -46,12 +49,22 @@ impl fmt::Display for AnchorError {
 #[derive(Clone, Debug)]
 pub struct Anchor {
     path: PathBuf,
+    implementation: &'static str,
 }
 
 impl Anchor {
-    /// The program at `path` (checked when it first runs).
-    pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
+    /// The program at `path` (checked when it first runs), whose records are
+    /// `implementation`'s ([`LIBSTDCXX`] or [`LIBCXX`]).
+    pub fn new(path: impl Into<PathBuf>, implementation: &'static str) -> Self {
+        Self {
+            path: path.into(),
+            implementation,
+        }
+    }
+
+    /// The `impl` of its records.
+    pub fn implementation(&self) -> &'static str {
+        self.implementation
     }
 
     /// Runs `workload` on `threads` threads for `iterations`; nanoseconds per op.

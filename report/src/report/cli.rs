@@ -43,8 +43,10 @@ pub struct Options {
     pub sections: Sections,
     /// The host workloads at every thread count up to twice the cores.
     pub scaling: bool,
-    /// The built `baselines/host_baselines.cpp`, run beside ours.
+    /// The built `baselines/host_baselines.cpp` (libstdc++), run beside ours.
     pub anchor: Option<PathBuf>,
+    /// The same program built against libc++, run beside ours too.
+    pub anchor_libcxx: Option<PathBuf>,
     /// Instead of measuring, read records: one run per entry, each run one or more
     /// JSON-lines files.
     pub from: Vec<Vec<PathBuf>>,
@@ -72,7 +74,8 @@ impl fmt::Display for UsageError {
 /// The text of `--help`.
 pub const USAGE: &str = "\
 Usage: scoped-sync [--json] [--quick] [--host-only | --gpu-only] [--scaling]
-                   [--anchor PROGRAM] [--plot DIR] [--gate FILE --machine KIND]
+                   [--anchor PROGRAM] [--anchor-libcxx PROGRAM] [--plot DIR]
+                   [--gate FILE --machine KIND]
        scoped-sync --from FILE[+FILE...] [--from ...] [--json] [--plot DIR]
                    [--gate FILE --machine KIND [--calibrate]]
        scoped-sync --litmus [INSTANCES]
@@ -80,7 +83,8 @@ Usage: scoped-sync [--json] [--quick] [--host-only | --gpu-only] [--scaling]
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
 beside what programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
-latch, libstdc++'s C++20 primitives with --anchor), and the scoped atomic and fence
+latch, crossbeam's WaitGroup, libstdc++'s and libc++'s C++20 primitives with
+--anchor and --anchor-libcxx), and the scoped atomic and fence
 costs underneath.
 
 Measuring:
@@ -94,6 +98,9 @@ Measuring:
   --anchor P   run P, the built baselines/host_baselines.cpp
                (g++ -O2 -std=c++20 -pthread), beside each host workload it has,
                alternating with ours; its figures are the 'libstdcxx' rows
+  --anchor-libcxx P
+               the same program built with clang++ -stdlib=libc++; its figures
+               are the 'libcxx' rows
 
 Reading instead of measuring:
   --from F     records written by --json (and anchor records in the same schema);
@@ -145,6 +152,9 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "--scaling" => options.scaling = true,
             "--calibrate" => options.calibrate = true,
             "--anchor" => options.anchor = Some(value("--anchor", &mut args)?.into()),
+            "--anchor-libcxx" => {
+                options.anchor_libcxx = Some(value("--anchor-libcxx", &mut args)?.into());
+            }
             "--plot" => options.plot = Some(value("--plot", &mut args)?.into()),
             "--gate" => options.gate = Some(value("--gate", &mut args)?.into()),
             "--machine" => options.machine = Some(value("--machine", &mut args)?),
@@ -191,6 +201,7 @@ fn check(options: &Options) -> Result<(), UsageError> {
     let measuring = options.quick
         || options.scaling
         || options.anchor.is_some()
+        || options.anchor_libcxx.is_some()
         || options.sections != Sections::All;
     if !options.from.is_empty() && measuring {
         return refuse("--from reads stored records; it takes no measuring option");
@@ -256,6 +267,11 @@ mod tests {
         assert!(parse_strs(&["json"]).is_err());
         assert!(parse_strs(&["--host-only", "--gpu-only"]).is_err());
         assert!(parse_strs(&["--anchor"]).is_err());
+        let both = options(&["--anchor", "a", "--anchor-libcxx", "b"]);
+        assert_eq!(both.anchor, Some(PathBuf::from("a")));
+        assert_eq!(both.anchor_libcxx, Some(PathBuf::from("b")));
+        assert!(parse_strs(&["--anchor-libcxx"]).is_err());
+        assert!(parse_strs(&["--from", "a", "--json", "--anchor-libcxx", "b"]).is_err());
         assert!(parse_strs(&["--plot", "--json"]).is_err());
     }
 

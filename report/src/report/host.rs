@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use scoped_sync::{Barrier, CountingSemaphore, FairSemaphore, Host, Latch, Scope, System};
 
-use super::anchor::{self, Anchor};
+use super::anchor::Anchor;
 use super::atomics;
 use super::measure::{iterations, ns_per_op, Plan};
 use super::peers::{MutexCondvarLatch, MutexCondvarSemaphore};
@@ -286,16 +286,17 @@ pub fn steps(threads: Threads) -> usize {
     cases(threads).len()
 }
 
-/// Measures the host section under `plan`, announcing each case on `progress`; with an
-/// `anchor`, libstdc++'s figure of each workload it has joins the row.
+/// Measures the host section under `plan`, announcing each case on `progress`; each
+/// of `anchors` (libstdc++'s, libc++'s) adds its figure of each workload it has to the
+/// row.
 ///
-/// Ours, the peers and the anchor alternate within each repetition, so that a burst of
+/// Ours, the peers and the anchors alternate within each repetition, so that a burst of
 /// noise from another process is likely to hit all of them rather than one side of a
 /// ratio.
 pub fn measure(
     plan: Plan,
     threads: Threads,
-    anchor: Option<&Anchor>,
+    anchors: &[Anchor],
     progress: &mut Progress,
 ) -> Vec<Row> {
     cases(threads)
@@ -305,24 +306,34 @@ pub fn measure(
             let n = plan.scale(case.iterations);
             let mut ours = Vec::new();
             let mut peers = vec![Vec::new(); case.peers.len()];
-            let mut anchored = Vec::new();
-            let mut anchor = anchor.filter(|_| case.anchor.is_some());
+            // Per anchor: its figures, and whether it is still run (a stalled or
+            // failing anchor is a finding, not a reason to stop measuring ours; its
+            // remaining repetitions are skipped).
+            let mut anchored: Vec<(Vec<f64>, bool)> =
+                vec![(Vec::new(), case.anchor.is_some()); anchors.len()];
             for _ in 0..plan.repetitions.max(1) {
                 ours.push(ns_per_op((case.ours)(n), n));
                 for ((_, run), figures) in case.peers.iter().zip(&mut peers) {
                     figures.push(ns_per_op(run(n), n));
                 }
-                let (Some(program), Some(workload)) = (anchor, case.anchor) else {
+                let Some(workload) = case.anchor else {
                     continue;
                 };
-                match program.run(workload, case.threads, n) {
-                    Ok(ns) => anchored.push(ns),
-                    Err(error) => {
-                        // A stalled or failing anchor is a finding, not a reason to stop
-                        // measuring ours; its remaining repetitions are skipped.
-                        eprintln!("scoped-sync: {}: {error}", case.label());
-                        anchored.clear();
-                        anchor = None;
+                for (program, (figures, running)) in anchors.iter().zip(&mut anchored) {
+                    if !*running {
+                        continue;
+                    }
+                    match program.run(workload, case.threads, n) {
+                        Ok(ns) => figures.push(ns),
+                        Err(error) => {
+                            eprintln!(
+                                "scoped-sync: {} ({}): {error}",
+                                case.label(),
+                                program.implementation()
+                            );
+                            figures.clear();
+                            *running = false;
+                        }
                     }
                 }
             }
@@ -338,9 +349,11 @@ pub fn measure(
             for ((name, _), figures) in case.peers.iter().zip(&peers) {
                 row.peers.push(row.ours.peer(name, Stats::of(figures)));
             }
-            if !anchored.is_empty() {
-                row.peers
-                    .push(row.ours.peer(anchor::IMPLEMENTATION, Stats::of(&anchored)));
+            for (program, (figures, _)) in anchors.iter().zip(&anchored) {
+                if !figures.is_empty() {
+                    row.peers
+                        .push(row.ours.peer(program.implementation(), Stats::of(figures)));
+                }
             }
             row
         })
