@@ -17,7 +17,7 @@
 #   scripts/compare-host.sh --scaling --plot charts/
 set -euo pipefail
 
-case "${1:-}" in -h | --help) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,17s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 repo=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
 mkdir -p "$repo/target"
 echo "building the anchors and the report..." >&2

@@ -80,22 +80,19 @@ fn run_litmus(instances: u64) -> ExitCode {
 /// The report: measure (or read `--from` runs), print, then plot and gate.
 fn run(options: &Options) -> Result<ExitCode, String> {
     let runs = if options.from.is_empty() {
-        let anchors: Vec<(&str, Anchor)> = [
+        let mut anchors = Vec::new();
+        for (flag, path, implementation) in [
             ("--anchor", &options.anchor, anchor::LIBSTDCXX),
             ("--anchor-libcxx", &options.anchor_libcxx, anchor::LIBCXX),
-        ]
-        .into_iter()
-        .filter_map(|(flag, path, implementation)| {
-            Some((flag, Anchor::new(path.as_ref()?, implementation)))
-        })
-        .collect();
-        for (flag, anchor) in &anchors {
+        ] {
+            let Some(path) = path else { continue };
+            let anchor = Anchor::new(path, implementation);
             // Refuse a program that is not the anchor before minutes of measuring.
             anchor
                 .run("stop_requested", 1, 1)
                 .map_err(|error| format!("{flag}: {error}"))?;
+            anchors.push(anchor);
         }
-        let anchors: Vec<Anchor> = anchors.into_iter().map(|(_, anchor)| anchor).collect();
         match measure(options, &anchors) {
             Ok(records) => vec![records],
             // A closed pipe (`| head`) is the reader's choice, not a failure.
