@@ -61,6 +61,8 @@ macro_rules! on_nvptx {
 // macro declares cannot be named by path in this crate, and the prelude names `shared!`.)
 #[cfg(target_arch = "nvptx64")]
 mod backend;
+#[cfg(all(target_arch = "nvptx64", feature = "c-abi"))]
+pub mod c_abi;
 #[cfg(target_arch = "nvptx64")]
 pub mod prelude;
 #[cfg(target_arch = "nvptx64")]

@@ -579,3 +579,6 @@ impl<S: Scope, B: Backend<S>, const MAX: u32> fmt::Debug for FairSemaphore<S, B,
             .finish()
     }
 }
+
+#[cfg(all(target_pointer_width = "64", not(loom)))]
+crate::assert_layout!(WaiterSlot, crate::layout::WAITER_SLOT);

@@ -56,6 +56,27 @@ pub const MULTI_GRID: Layout = Layout {
     align: 8,
 };
 
+/// `sync_device::Grid`, the kernel parameter of a cooperative launch: the barrier's
+/// words' address, the thread's phase, a reserved word.
+pub const GRID: Layout = Layout { size: 16, align: 8 };
+
+/// `WaiterSlot` on a 64-bit target: a fair-semaphore waiter's queue node.
+pub const WAITER_SLOT: Layout = Layout { size: 24, align: 8 };
+
+/// The device library's storage for a `Barrier`'s arrival token (C ABI).
+pub const ARRIVAL_TOKEN_STORAGE: Layout = Layout { size: 32, align: 8 };
+/// The device library's `Barrier` with a C completion function (function, context).
+pub const BARRIER_WITH_COMPLETION: Layout = Layout { size: 32, align: 8 };
+/// The device library's storage for a registered C stop callback.
+pub const STOP_CALLBACK: Layout = Layout {
+    size: 64,
+    align: 16,
+};
+/// The device library's storage for a handoff `Producer` or `Consumer`.
+pub const HANDOFF_ENDPOINT: Layout = Layout { size: 32, align: 8 };
+/// The device library's storage for a `BusArrivalToken`.
+pub const BUS_ARRIVAL_TOKEN: Layout = Layout { size: 8, align: 8 };
+
 /// The layout of `T`.
 pub const fn of<T>() -> Layout {
     Layout {

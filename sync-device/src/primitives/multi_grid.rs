@@ -44,6 +44,19 @@ pub struct MultiGridToken {
     phase: u64,
 }
 
+#[cfg(feature = "c-abi")]
+impl MultiGridToken {
+    /// The token of an arrival at `phase` (the C ABI passes tokens as phases).
+    pub(crate) const fn from_phase(phase: u64) -> Self {
+        Self { phase }
+    }
+
+    /// The phase the arrival belongs to.
+    pub(crate) const fn phase(&self) -> u64 {
+        self.phase
+    }
+}
+
 /// The cooperative grids of one launch on several GPUs of a machine, with their
 /// barrier. A kernel gets one only as its first parameter, filled in by the host's
 /// `scoped_sync::cuda::MultiGrid::launch`, which launches every GPU's grid
