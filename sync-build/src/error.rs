@@ -39,6 +39,18 @@ pub enum BuildError {
         /// What is wrong with it.
         detail: String,
     },
+    /// No nvcc for [`CudaKernels`](crate::CudaKernels) (see [`nvcc`](crate::nvcc)).
+    NvccMissing {
+        /// Where it was looked for.
+        detail: String,
+    },
+    /// nvcc rejected a CUDA C++ file or the device link failed.
+    Nvcc {
+        /// The command.
+        command: String,
+        /// nvcc's diagnostics.
+        stderr: String,
+    },
     /// A setting of the [`KernelCrate`](crate::KernelCrate) is wrong.
     Settings(String),
     /// Reading or writing a file failed.
@@ -59,6 +71,7 @@ impl BuildError {
             BuildError::Toolchain { .. }
                 | BuildError::RustSrcMissing { .. }
                 | BuildError::Skipped { .. }
+                | BuildError::NvccMissing { .. }
         )
     }
 }
@@ -92,6 +105,13 @@ impl fmt::Display for BuildError {
                     path.display()
                 )
             }
+            BuildError::NvccMissing { detail } => write!(
+                f,
+                "nvcc not found ({detail}): install the CUDA toolkit, or `pip install \
+                 nvidia-cuda-nvcc nvidia-cuda-crt nvidia-nvvm nvidia-cuda-runtime` and set \
+                 `NVCC` to its `nvidia/cu13/bin/nvcc`, then rebuild"
+            ),
+            BuildError::Nvcc { command, stderr } => write!(f, "nvcc failed: {command}\n{stderr}"),
             BuildError::Settings(message) => f.write_str(message),
             BuildError::Io { path, error } => write!(f, "{}: {error}", path.display()),
         }

@@ -60,7 +60,9 @@
 #![forbid(unsafe_code)]
 
 mod command;
+mod cuda_cpp;
 mod dep_info;
+mod device_library;
 mod diagnostics;
 mod error;
 mod manifest;
@@ -70,6 +72,8 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+pub use cuda_cpp::{nvcc, CudaKernels, NVCC_VARIABLE};
+pub use device_library::{include_dir, DeviceLibrary, DEVICE_LIBRARY_STEM};
 pub use error::BuildError;
 
 /// The target every kernel crate is compiled for.
@@ -170,6 +174,8 @@ pub struct KernelCrate {
     remap: Option<PathBuf>,
     target_dir: Option<PathBuf>,
     rustflags: Vec<String>,
+    /// Builds a library of device functions (the device library), not kernels.
+    library: bool,
 }
 
 impl KernelCrate {
@@ -194,6 +200,7 @@ impl KernelCrate {
             remap: None,
             target_dir: None,
             rustflags: Vec::new(),
+            library: false,
         }
     }
 
@@ -262,6 +269,14 @@ impl KernelCrate {
     /// One more flag for the kernel crate's `rustc` (and its dependencies').
     pub fn rustflag(mut self, flag: &str) -> Self {
         self.rustflags.push(flag.to_owned());
+        self
+    }
+
+    /// Builds a library of linkable device functions (`#[no_mangle] pub extern "C"`)
+    /// rather than kernels: the PTX may have no kernel, and is linked with other code
+    /// before it is loaded (see [`DeviceLibrary`]).
+    pub(crate) fn library(mut self, library: bool) -> Self {
+        self.library = library;
         self
     }
 
@@ -369,16 +384,7 @@ impl KernelCrate {
     }
 
     fn validate(&self) -> Result<(), BuildError> {
-        let arch_ok = self.arch.strip_prefix("sm_").is_some_and(|number| {
-            let digits = number.strip_suffix('a').unwrap_or(number);
-            !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit())
-        });
-        if !arch_ok {
-            return Err(BuildError::Settings(format!(
-                "`{}` is not a GPU architecture (expected `sm_XY`, e.g. `sm_90`)",
-                self.arch
-            )));
-        }
+        validate_arch(&self.arch)?;
         if self.ptx_isa.1 > 9 {
             return Err(BuildError::Settings(format!(
                 "PTX ISA {}.{} does not exist (minor versions are 0 to 9)",
@@ -506,7 +512,7 @@ impl KernelCrate {
             path: asm.clone(),
             error,
         })?;
-        check_self_contained(&ptx, &asm)?;
+        check_self_contained(&ptx, &asm, self.library)?;
         let release = target_dir.join(TARGET).join("release");
         dep_info::rerun_on_sources(&release, stem, &found.sysroot, &target_dir);
         Ok(ptx)
@@ -521,16 +527,17 @@ fn flavour_dir(stem: &str, flavour: Flavour) -> String {
     }
 }
 
-/// A module the driver can load alone: it has kernels, and calls no function it does
-/// not define except `vprintf` (a system call the driver's assembler provides; the
-/// checked flavour prints its messages with it).
-fn check_self_contained(ptx: &str, path: &Path) -> Result<(), BuildError> {
+/// A module the driver can load alone (or, for a `library`, link without anything
+/// but the code that calls it): it has kernels unless it is a library, and calls no
+/// function it does not define except `vprintf` (a system call the driver's assembler
+/// provides; the checked flavour prints its messages with it).
+fn check_self_contained(ptx: &str, path: &Path, library: bool) -> Result<(), BuildError> {
     let undefined: Vec<&str> = ptx
         .lines()
         .filter(|line| line.contains(".extern .func") && !line.contains("vprintf"))
         .map(str::trim)
         .collect();
-    if !ptx.contains(".entry") {
+    if !library && !ptx.contains(".entry") {
         return Err(BuildError::NotSelfContained {
             path: path.to_owned(),
             detail: "it has no kernel (`#[no_mangle] pub unsafe extern \"gpu-kernel\" fn`)"
@@ -560,6 +567,21 @@ fn skipped_build() -> Option<String> {
     }
 }
 
+/// An `sm_XY` (or `sm_XYa`) architecture name, or [`BuildError::Settings`].
+fn validate_arch(arch: &str) -> Result<(), BuildError> {
+    let arch_ok = arch.strip_prefix("sm_").is_some_and(|number| {
+        let digits = number.strip_suffix('a').unwrap_or(number);
+        !digits.is_empty() && digits.bytes().all(|byte| byte.is_ascii_digit())
+    });
+    if arch_ok {
+        Ok(())
+    } else {
+        Err(BuildError::Settings(format!(
+            "`{arch}` is not a GPU architecture (expected `sm_XY`, e.g. `sm_90`)"
+        )))
+    }
+}
+
 fn manifest_dir() -> PathBuf {
     PathBuf::from(
         env::var_os("CARGO_MANIFEST_DIR")
@@ -579,8 +601,17 @@ fn write(path: &Path, contents: &str) {
 
 /// Records why `flavour` has no PTX: an empty module and the reason beside it.
 fn record(out_dir: &Path, stem: &str, flavour: Flavour, reason: &str) {
-    write(&out_dir.join(flavour.file_name(stem)), "");
-    write(&out_dir.join(flavour.error_file_name(stem)), reason);
+    record_file(out_dir, &flavour.file_name(stem), reason);
+}
+
+/// Records why `file` was not built: an empty `file` and the reason in `<file>.err`.
+fn record_file(out_dir: &Path, file: &str, reason: &str) {
+    write(&out_dir.join(file), "");
+    write(&out_dir.join(format!("{file}.err")), reason);
+}
+
+fn write_bytes(path: &Path, contents: &[u8]) {
+    fs::write(path, contents).unwrap_or_else(|error| panic!("write {}: {error}", path.display()));
 }
 
 #[cfg(test)]
@@ -635,12 +666,16 @@ mod tests {
     fn a_module_must_define_what_it_calls() {
         let path = Path::new("k.s");
         let good = ".version 8.6\n.extern .func (.param .b32 r) vprintf\n.entry k()\n{\n}\n";
-        assert!(check_self_contained(good, path).is_ok());
-        let no_entry = ".version 8.6\n.func f()\n{\n}\n";
-        assert!(check_self_contained(no_entry, path).is_err());
+        assert!(check_self_contained(good, path, false).is_ok());
+        let no_entry = ".version 8.6\n.visible .func f()\n{\n}\n";
+        assert!(check_self_contained(no_entry, path, false).is_err());
+        // A device library has no kernels, and still must define what it calls.
+        assert!(check_self_contained(no_entry, path, true).is_ok());
         let external = ".extern .func memcpy\n.entry k()\n{\n}\n";
         assert!(
-            matches!(check_self_contained(external, path), Err(BuildError::NotSelfContained { detail, .. }) if detail.contains("memcpy"))
+            matches!(check_self_contained(external, path, false), Err(BuildError::NotSelfContained { detail, .. }) if detail.contains("memcpy"))
         );
+        let library_external = ".extern .func memcpy\n.visible .func f()\n{\n}\n";
+        assert!(check_self_contained(library_external, path, true).is_err());
     }
 }
