@@ -32,6 +32,14 @@ pub enum CudaError {
         /// The JIT compiler's log, or what else went wrong.
         log: String,
     },
+    /// NVRTC could not compile CUDA C++ source, or is not installed (`libnvrtc.so`
+    /// was not found).
+    Compile {
+        /// The name the source was given.
+        name: String,
+        /// NVRTC's log (the compiler's errors and warnings), or what else went wrong.
+        log: String,
+    },
     /// A module has no kernel of that name.
     NoSuchKernel {
         /// The module's name.
@@ -127,6 +135,7 @@ impl fmt::Display for CudaError {
                 }
                 Ok(())
             }
+            Self::Compile { name, log } => write!(f, "cannot compile CUDA C++ `{name}`: {log}"),
             Self::NoSuchKernel { module, kernel } => write!(
                 f,
                 "module `{module}` has no kernel `{kernel}` (is it `#[no_mangle] pub unsafe extern \"gpu-kernel\"`, and reached from the crate root?)"

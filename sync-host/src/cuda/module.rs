@@ -53,15 +53,26 @@ impl KernelBuild {
 }
 
 /// A kernel crate's PTX, built by `sync-build` and embedded in the program with
-/// [`include_kernels!`](crate::include_kernels): the release and (if built) checked
-/// flavours, or why either is missing.
+/// [`include_kernels!`](crate::include_kernels) (or CUDA C++ kernels linked into a
+/// cubin, embedded with [`include_cuda!`](crate::include_cuda)): the release and (if
+/// built) checked flavours, or why either is missing.
 #[derive(Clone, Copy, Debug)]
 pub struct EmbeddedModule {
     name: &'static str,
-    release: &'static str,
+    format: ImageFormat,
+    release: &'static [u8],
     release_error: &'static str,
-    checked: &'static str,
+    checked: &'static [u8],
     checked_error: &'static str,
+}
+
+/// What an [`EmbeddedModule`] holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ImageFormat {
+    /// PTX text, which the driver compiles when it loads it.
+    Ptx,
+    /// A linked cubin (machine code).
+    Cubin,
 }
 
 impl EmbeddedModule {
@@ -76,6 +87,26 @@ impl EmbeddedModule {
     ) -> Self {
         Self {
             name,
+            format: ImageFormat::Ptx,
+            release: release.as_bytes(),
+            release_error,
+            checked: checked.as_bytes(),
+            checked_error,
+        }
+    }
+
+    /// What [`include_cuda!`](crate::include_cuda) expands to.
+    #[doc(hidden)]
+    pub const fn new_cubin(
+        name: &'static str,
+        release: &'static [u8],
+        release_error: &'static str,
+        checked: &'static [u8],
+        checked_error: &'static str,
+    ) -> Self {
+        Self {
+            name,
+            format: ImageFormat::Cubin,
             release,
             release_error,
             checked,
@@ -83,26 +114,48 @@ impl EmbeddedModule {
         }
     }
 
-    /// The stem `include_kernels!` named.
+    /// The stem `include_kernels!` or `include_cuda!` named.
     pub fn name(&self) -> &'static str {
         self.name
     }
 
-    /// This build's PTX, or why it is missing (with the command that fixes it).
-    pub fn ptx(&self, build: KernelBuild) -> Result<&'static str, PtxUnavailable> {
-        let (ptx, reason) = match build {
+    /// This build's image (PTX text or cubin), or why it is missing (with the command
+    /// that fixes it).
+    pub fn image(&self, build: KernelBuild) -> Result<&'static [u8], PtxUnavailable> {
+        let (image, reason) = match build {
             KernelBuild::Release => (self.release, self.release_error),
             KernelBuild::Checked => (self.checked, self.checked_error),
         };
-        if ptx.is_empty() {
+        if image.is_empty() {
             Err(PtxUnavailable {
                 module: self.name,
                 build,
                 reason,
             })
         } else {
-            Ok(ptx)
+            Ok(image)
         }
+    }
+
+    /// This build's PTX, or why it is missing (with the command that fixes it).
+    /// A module of [`include_cuda!`](crate::include_cuda) holds a cubin, not PTX: its
+    /// [`image`](Self::image) is the one to load.
+    pub fn ptx(&self, build: KernelBuild) -> Result<&'static str, PtxUnavailable> {
+        let image = self.image(build)?;
+        match (self.format, std::str::from_utf8(image)) {
+            (ImageFormat::Ptx, Ok(ptx)) => Ok(ptx),
+            _ => Err(PtxUnavailable {
+                module: self.name,
+                build,
+                reason: "the module is a cubin, not PTX",
+            }),
+        }
+    }
+
+    /// Whether it holds a cubin ([`include_cuda!`](crate::include_cuda)) rather than
+    /// PTX.
+    pub fn is_cubin(&self) -> bool {
+        self.format == ImageFormat::Cubin
     }
 
     /// The build [`Runtime::load`] takes: the one [`KERNEL_BUILD_VARIABLE`] names; else
@@ -157,6 +210,51 @@ macro_rules! include_kernels {
     };
 }
 
+/// Embeds the cubin that `sync_build::CudaKernels` linked in this package's build
+/// script: the CUDA C++ kernels `stem` with scoped-sync's device library, as an
+/// [`EmbeddedModule`] for [`Runtime::load`].
+///
+/// ```ignore
+/// // build.rs: sync_build::CudaKernels::new("my_cuda").file("cuda/worker.cu").build_or_record();
+/// static KERNELS: scoped_sync::cuda::EmbeddedModule = scoped_sync::include_cuda!("my_cuda");
+///
+/// let runtime = scoped_sync::cuda::Runtime::open(0)?;
+/// let module = runtime.load(&KERNELS)?;
+/// let worker = module.kernel("worker")?;
+/// ```
+#[macro_export]
+macro_rules! include_cuda {
+    ($stem:literal) => {
+        $crate::cuda::EmbeddedModule::new_cubin(
+            $stem,
+            ::core::include_bytes!(::core::concat!(
+                ::core::env!("OUT_DIR"),
+                "/",
+                $stem,
+                ".cubin"
+            )),
+            ::core::include_str!(::core::concat!(
+                ::core::env!("OUT_DIR"),
+                "/",
+                $stem,
+                ".cubin.err"
+            )),
+            ::core::include_bytes!(::core::concat!(
+                ::core::env!("OUT_DIR"),
+                "/",
+                $stem,
+                "-checked.cubin"
+            )),
+            ::core::include_str!(::core::concat!(
+                ::core::env!("OUT_DIR"),
+                "/",
+                $stem,
+                "-checked.cubin.err"
+            )),
+        )
+    };
+}
+
 /// A build of an [`EmbeddedModule`] that was not compiled into this program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PtxUnavailable {
@@ -173,7 +271,7 @@ impl fmt::Display for PtxUnavailable {
         };
         write!(
             f,
-            "the {build} PTX of kernel crate `{}` was not compiled into this program: {}",
+            "the {build} build of kernel module `{}` was not compiled into this program: {}",
             self.module, self.reason
         )
     }
@@ -209,7 +307,7 @@ pub struct Module {
     runtime: Runtime,
     inner: Arc<CudaModule>,
     name: Arc<str>,
-    build: Option<KernelBuild>,
+    pub(super) build: Option<KernelBuild>,
 }
 
 impl fmt::Debug for Module {
@@ -284,8 +382,11 @@ impl Runtime {
         module: &EmbeddedModule,
         build: KernelBuild,
     ) -> Result<Module, CudaError> {
-        let ptx = module.ptx(build)?;
-        let mut loaded = self.load_ptx(module.name(), ptx)?;
+        let mut loaded = if module.is_cubin() {
+            self.load_image(module.name(), module.image(build)?.to_vec())?
+        } else {
+            self.load_ptx(module.name(), module.ptx(build)?)?
+        };
         loaded.build = Some(build);
         Ok(loaded)
     }
@@ -436,10 +537,22 @@ mod tests {
         let missing = BUILT.ptx(KernelBuild::Checked).unwrap_err();
         let message = missing.to_string();
         assert!(
-            message.contains("checked PTX of kernel crate `k`"),
+            message.contains("checked build of kernel module `k`"),
             "{message}"
         );
         assert!(message.ends_with("not built"), "{message}");
+    }
+
+    #[test]
+    fn a_cubin_module_gives_its_image_and_no_ptx() {
+        const CUBIN: EmbeddedModule =
+            EmbeddedModule::new_cubin("c", b"\x7fELF", "", b"", "nvcc not found");
+        assert!(CUBIN.is_cubin() && !BUILT.is_cubin());
+        assert_eq!(CUBIN.image(KernelBuild::Release), Ok(&b"\x7fELF"[..]));
+        let no_ptx = CUBIN.ptx(KernelBuild::Release).unwrap_err().to_string();
+        assert!(no_ptx.contains("a cubin, not PTX"), "{no_ptx}");
+        let missing = CUBIN.image(KernelBuild::Checked).unwrap_err().to_string();
+        assert!(missing.ends_with("nvcc not found"), "{missing}");
     }
 
     #[test]
