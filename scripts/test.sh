@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, host tests (unit, integration, doc,
-# compile-fail, PTX codegen + ptxas), loom models, Miri on a host subset, and a
-# smoke run of the report.
+# compile-fail, PTX codegen + ptxas, the CUDA C++ kernels built with nvcc), the C++
+# header checked against the device library, loom models, Miri on a host subset, and
+# a smoke run of the report.
 # Installs what it needs (idempotently). Used by .ci/run and named in README.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,8 @@ export SYNC_BUILD_REQUIRED=1
 
 step "the CUDA C++ baselines compile (nvcc from PyPI; they run only on a GPU host)"
 NVCC="$(bash scripts/nvcc.sh)"
+# sync-build compiles the CUDA C++ test kernels with it (harness/build.rs).
+export NVCC
 mkdir -p target/baselines
 for source in baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu scripts/gpu-mapped-line.cu; do
     "$NVCC" -O3 -std=c++20 -arch=sm_90 "$source" -o "target/baselines/$(basename "$source" .cu)"
@@ -39,6 +42,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo clippy -p sync-host --
 
 step "host tests (release; builds the kernels and the example's kernels with sync-build)"
 cargo test --workspace --release --locked
+
+step "the CUDA C++ header against the device library (compile, device-link, sm_80)"
+bash scripts/cxx-check.sh "$(ls -t target/release/build/harness-*/out/scoped_sync_device.ptx | head -1)"
 
 step "a no-op rebuild compiles nothing (the kernel crates' nested builds included)"
 bash scripts/rebuild-check.sh
