@@ -1,7 +1,9 @@
 //! Builds the project's own kernels (`../kernels`) with sync-build, exactly as a
 //! user's build script builds theirs: both flavours, `--locked`, source paths printed
-//! relative to the repository in the checked flavour's messages; and
-//! `../kernels/sm80` for sm_80 (PTX ISA 7.8).
+//! relative to the repository in the checked flavour's messages;
+//! `../kernels/sm80` for sm_80 (PTX ISA 7.8); and the CUDA C++ test kernels
+//! (`../kernels/cuda`), linked with the device library (whose PTX it embeds too, for
+//! the run-time linking tests).
 
 fn main() {
     let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -20,5 +22,20 @@ fn main() {
         .ptx_isa(7, 8)
         .locked(true)
         .remap_path_prefix(&repository)
+        .build_or_record();
+    // The CUDA C++ kernels: nvcc, linked with the device library (both flavours).
+    sync_build::CudaKernels::new("cuda_kernels")
+        .file("../kernels/cuda/bus.cu")
+        .file("../kernels/cuda/costs.cu")
+        .file("../kernels/cuda/primitives.cu")
+        .file("../kernels/cuda/jacobi.cu")
+        .file("../kernels/cuda/misuse.cu")
+        .file("../kernels/cuda/mixed.cu")
+        .checked(true)
+        .build_or_record();
+    // The device library alone, for `Runtime::link_with_library` and `compile_cuda`
+    // (the same build as above: nothing is compiled twice).
+    sync_build::DeviceLibrary::new()
+        .checked(true)
         .build_or_record();
 }

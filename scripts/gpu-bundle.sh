@@ -17,6 +17,8 @@
 #   bash DIR/gate.sh KIND [--calibrate]   # regression gate: re-measure, check every ratio
 #                                         # against ratios.json for machine KIND
 #   DIR/bench-gpu --bench                 # the criterion GPU benches
+#   DIR/bench-cuda-cpp                    # CUDA C++ kernels through the device library
+#                                         # beside Rust kernels, libcu++ and cg
 #   DIR/persistent_kernel                 # the host-fed persistent kernel example
 #   DIR/user-kernels-example [PART]       # the user's-workspace example (jacobi, cluster,
 #                                         # worker, all; `bench DIR/kernels.ptx` compares
@@ -40,6 +42,9 @@ cd "$(dirname "$0")/.."
 out="${1:-bundle}"
 
 export SYNC_BUILD_REQUIRED=1
+# sync-build compiles the CUDA C++ test kernels with it (harness/build.rs).
+NVCC="${NVCC:-$(bash scripts/nvcc.sh)}"
+export NVCC
 rm -rf "$out"
 mkdir -p "$out"
 cargo test --release --locked --no-run --test 'gpu*' --message-format=json 2>/dev/null \
@@ -54,16 +59,18 @@ for line in sys.stdin:
     strip "$out/$name"
 done
 
-cargo bench --locked --no-run --bench gpu --message-format=json 2>/dev/null \
-    | python3 -c '
+for bench in gpu cuda_cpp; do
+    cargo bench --locked --no-run --bench "$bench" --message-format=json 2>/dev/null \
+        | python3 -c '
 import json, sys
 for line in sys.stdin:
     message = json.loads(line)
     if message.get("reason") == "compiler-artifact" and message.get("executable") and message["target"]["kind"] == ["bench"]:
         print(message["executable"])
 ' | while read -r executable; do
-    cp "$executable" "$out/bench-gpu"
-    strip "$out/bench-gpu"
+        cp "$executable" "$out/bench-${bench//_/-}"
+        strip "$out/bench-${bench//_/-}"
+    done
 done
 cargo build --release --locked -p scoped-sync-report --bin scoped-sync
 cargo build --release --locked -p scoped-sync --example persistent_kernel
@@ -99,7 +106,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./persistent_kernel | ./user-kernels-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./bench-cuda-cpp | ./persistent_kernel | ./user-kernels-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
     # Plain executables only: sanitize.sh leaves its logs in a folder here.
     [[ -f "$test" && -x "$test" ]] || continue
     echo "== $test"

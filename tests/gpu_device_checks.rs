@@ -131,6 +131,33 @@ const CASES: &[Case] = &[
             "in the shared memory of block rank 0 of its cluster",
         ]),
     },
+    // The same checks in CUDA C++ kernels through the device library
+    // (`kernels/cuda/misuse.cu`): the same messages as the Rust kernels'.
+    Case {
+        id: "cpp_barrier_arrive_zero",
+        name: "C++ barrier arrive(0)",
+        run: |gpu| barrier_arrive_zero(&cuda_cpp(gpu)?),
+        expect: Expect::TrapsAlways(&[
+            "scoped-sync: Barrier::arrive: n = 0, but an arrival must count at least 1",
+            "kernel panic in thread (0, 0, 0) of block (0, 0, 0) at sync-device/src/c_abi/barrier.rs:",
+        ]),
+    },
+    Case {
+        id: "cpp_block_scope_across_blocks",
+        name: "C++ Block scope across blocks",
+        run: |gpu| block_scope_across_blocks(&cuda_cpp(gpu)?),
+        expect: Expect::TrapsWhenChecked(&[
+            "scoped-sync: scope misuse: thread (0, 0, 0) of block (",
+            "used a Block-scope object at 0x",
+            "of this launch used first",
+        ]),
+    },
+    Case {
+        id: "cpp_block_scope_own_objects",
+        name: "C++ Block scope, each block its own object",
+        run: |gpu| block_scope_own_objects(&cuda_cpp(gpu)?),
+        expect: Expect::Runs,
+    },
     Case {
         id: "block_scope_own_objects",
         name: "Block scope, each block its own object",
@@ -194,6 +221,12 @@ const CASES: &[Case] = &[
         ]),
     },
 ];
+
+/// The same GPU with the CUDA C++ kernels of the same build in place of the Rust ones.
+fn cuda_cpp(gpu: &Gpu) -> Result<Gpu, CudaError> {
+    let module = gpu.load_build(&harness::CUDA_KERNELS, gpu.kernel_build())?;
+    Ok(Gpu::with_module(module))
+}
 
 fn launch(
     gpu: &Gpu,

@@ -24,6 +24,15 @@ pub static KERNELS: EmbeddedModule = scoped_sync::include_kernels!("kernels");
 /// before Hopper, both builds.
 pub static KERNELS_SM80: EmbeddedModule = scoped_sync::include_kernels!("kernels_sm80");
 
+/// The CUDA C++ test kernels (`kernels/cuda/*.cu`, through `scoped_sync.cuh`), linked
+/// with the device library by nvcc: one cubin per build. Kernels that share a name with
+/// a Rust kernel of [`KERNELS`] take the same parameters and do the same work, so the
+/// host code of a test or measurement runs either ([`Gpu::open_cuda_cpp`]).
+pub static CUDA_KERNELS: EmbeddedModule = scoped_sync::include_cuda!("cuda_kernels");
+
+/// The device library's PTX (both builds), for linking C++ code at run time.
+pub static DEVICE_LIBRARY: EmbeddedModule = scoped_sync::include_kernels!("scoped_sync_device");
+
 /// Which GPU the tests and measurements use: `SCOPED_SYNC_DEVICE` (an ordinal),
 /// default 0.
 pub const DEVICE_VARIABLE: &str = "SCOPED_SYNC_DEVICE";
@@ -56,6 +65,19 @@ impl Gpu {
         let runtime = Runtime::open(device_ordinal())?;
         let module = runtime.load_build(&KERNELS, build)?;
         Ok(Self { module })
+    }
+
+    /// As [`open`](Self::open), with the CUDA C++ kernels ([`CUDA_KERNELS`]) as the
+    /// module, in the build [`EmbeddedModule::default_build`] picks.
+    pub fn open_cuda_cpp() -> Result<Self, CudaError> {
+        let runtime = Runtime::open(device_ordinal())?;
+        let module = runtime.load(&CUDA_KERNELS)?;
+        Ok(Self { module })
+    }
+
+    /// The same GPU with `module` in place of the kernels.
+    pub fn with_module(module: Module) -> Self {
+        Self { module }
     }
 
     /// A kernel of the project's module.
