@@ -20,6 +20,8 @@
 #   DIR/bench-cuda-cpp                    # CUDA C++ kernels through the device library
 #                                         # beside Rust kernels, libcu++ and cg
 #   DIR/persistent_kernel                 # the host-fed persistent kernel example
+#   DIR/cuda-cpp-example [PART]           # CUDA C++ kernels on scoped-sync's objects
+#                                         # (worker, jacobi, nvrtc, all)
 #   DIR/user-kernels-example [PART]       # the user's-workspace example (jacobi, cluster,
 #                                         # worker, all; `bench DIR/kernels.ptx` compares
 #                                         # its grid barrier with the project's)
@@ -75,6 +77,9 @@ done
 cargo build --release --locked -p scoped-sync-report --bin scoped-sync
 cargo build --release --locked -p scoped-sync --example persistent_kernel
 cargo build --release --locked -p user-kernels-example
+cargo build --release --locked -p cuda-cpp-example
+cp target/release/cuda-cpp-example "$out/cuda-cpp-example"
+strip "$out/cuda-cpp-example"
 cp target/release/scoped-sync "$out/scoped-sync"
 cp target/release/examples/persistent_kernel "$out/persistent_kernel"
 cp target/release/user-kernels-example "$out/user-kernels-example"
@@ -106,7 +111,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./bench-cuda-cpp | ./persistent_kernel | ./user-kernels-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./bench-cuda-cpp | ./persistent_kernel | ./user-kernels-example | ./cuda-cpp-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
     # Plain executables only: sanitize.sh leaves its logs in a folder here.
     [[ -f "$test" && -x "$test" ]] || continue
     echo "== $test"
@@ -124,6 +129,11 @@ echo "== ./user-kernels-example"
 ./user-kernels-example || status=1
 echo "== ./user-kernels-example (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
 CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 ./user-kernels-example || status=1
+# The CUDA C++ example: nvcc-built kernels and the NVRTC path.
+echo "== ./cuda-cpp-example"
+./cuda-cpp-example || status=1
+echo "== ./cuda-cpp-example (CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1)"
+CUDA_DEVICE_MAX_CONNECTIONS=1 CUDA_LAUNCH_BLOCKING=1 ./cuda-cpp-example || status=1
 exit $status
 RUN
 chmod +x "$out/run.sh"
