@@ -12,7 +12,8 @@
 #   (c) compiles the header alone, and the check file, for sm_80: the cluster-scope
 #       functions must be gone, and a cluster-scope wrapper must not compile there;
 #   (d) where an NVRTC library is found, compiles the check file with NVRTC too
-#       (skipped otherwise; nothing is installed for it).
+#       (skipped otherwise; nothing is installed for it);
+#   (e) compiles and device-links every ```cpp block of README.md and docs/cpp.md.
 #
 # Usage: scripts/cxx-check.sh LIBRARY.ptx
 #   LIBRARY.ptx: the device library (`sync_build::DeviceLibrary`, sm_90), e.g.
@@ -145,5 +146,26 @@ sys.exit(0 if result == 0 else 1)
 PY
     say "    NVRTC compiles $check"
 fi
+
+say "(e) the C++ blocks of README.md and docs/cpp.md compile and link with the library"
+blocks=0
+for doc in README.md docs/cpp.md; do
+    python3 - "$doc" "$work" <<'PY'
+import pathlib, re, sys
+doc, work = sys.argv[1], pathlib.Path(sys.argv[2])
+text = pathlib.Path(doc).read_text()
+for index, block in enumerate(re.findall(r"^```cpp\n(.*?)^```", text, re.S | re.M)):
+    (work / f"{pathlib.Path(doc).stem}-{index}.cu").write_text(block)
+PY
+done
+for block in "$work"/*-[0-9]*.cu; do
+    [[ -f "$block" ]] || continue
+    "$NVCC" "${common[@]}" -arch=sm_90 -rdc=true -dc "$block" -o "${block%.cu}.o" ||
+        fail "a C++ block of the docs does not compile: $(basename "$block") (above)"
+    "$NVCC" -arch=sm_90 -dlink -cubin "${block%.cu}.o" "$library" -o "${block%.cu}.cubin" ||
+        fail "a C++ block of the docs does not link: $(basename "$block") (above)"
+    blocks=$((blocks + 1))
+done
+say "    $blocks blocks"
 
 say "OK"

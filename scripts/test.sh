@@ -35,6 +35,7 @@ cargo fmt --manifest-path kernels/Cargo.toml -- --check
 cargo fmt --manifest-path kernels/sm80/Cargo.toml -- --check
 cargo fmt --manifest-path examples/user-kernels/kernels/Cargo.toml -- --check
 cargo fmt --manifest-path examples/doc-blocks/kernels/Cargo.toml -- --check
+cargo fmt --manifest-path sync-device/library/Cargo.toml -- --check
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --workspace --all-targets --locked -- -D warnings

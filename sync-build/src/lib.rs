@@ -22,6 +22,11 @@
 //! let module = runtime.load(&KERNELS)?;
 //! ```
 //!
+//! CUDA C++ kernels that use the same objects through `scoped_sync.cuh` are built with
+//! [`CudaKernels`] (nvcc, linked with the [`DeviceLibrary`]) and embedded with
+//! `scoped_sync::include_cuda!`; [`DeviceLibrary`] alone builds the library for linking
+//! at run time (NVRTC, the user's own `-rdc` code).
+//!
 //! # What it runs
 //!
 //! `cargo +nightly rustc --release --target nvptx64-nvidia-cuda -Zbuild-std=core --lib

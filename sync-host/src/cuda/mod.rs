@@ -6,6 +6,11 @@
 //! helper thread beside the host's side), sync objects placed where host and GPU
 //! both reach them, and host waits that cannot hang on a dead kernel.
 //!
+//! CUDA C++ kernels reach the same objects through `include/scoped_sync.cuh` and the
+//! device library (`sync_build::DeviceLibrary`): linked by nvcc at build time
+//! ([`include_cuda!`](crate::include_cuda)), or here at run time with the driver's JIT
+//! linker ([`Runtime::link_with_library`]) after NVRTC ([`Runtime::compile_cuda`]).
+//!
 //! Built on cudarc with dynamic loading: everything here compiles without CUDA, and
 //! [`Runtime::open`] returns [`CudaError::NoDriver`] on a machine without a driver.
 //! This crate embeds no kernels of its own.
