@@ -3,7 +3,9 @@
 # machine without a GPU (PyPI's nvcc, scripts/nvcc.sh; `NVCC` in the environment wins):
 #
 #   (a) compiles tests/cxx/header_check.cu (every wrapper at every scope, every
-#       `ss_*` declaration odr-used) for sm_90 as relocatable device code;
+#       `ss_*` declaration odr-used) for sm_90 as relocatable device code, with
+#       SCOPED_SYNC_CHECKED (every wrapper calls the library) and without (the
+#       header's inline paths, linked too);
 #   (b) device-links it with the library's PTX: nvlink compares every prototype of the
 #       header with the library's, so a wrong C type fails here; then compares the
 #       names: the library's exports, the header's declarations and the functions the
@@ -59,11 +61,18 @@ same_set() {
 say "nvcc: $NVCC"
 say "library: $library ($(functions visible "$library" | wc -l) ss_* functions)"
 
-say "(a) compile $check for sm_90 (-rdc=true -dc)"
-"$NVCC" "${common[@]}" -arch=sm_90 -rdc=true -dc "$check" -o "$work/header_check.o" ||
+say "(a) compile $check for sm_90 (-rdc=true -dc), as the checked flavour (every wrapper"
+say "    calls the library) and as the release one (the header's inline paths)"
+checked=(-DSCOPED_SYNC_CHECKED=1)
+"$NVCC" "${common[@]}" "${checked[@]}" -arch=sm_90 -rdc=true -dc "$check" -o "$work/header_check.o" ||
     fail "$check does not compile for sm_90"
-"$NVCC" "${common[@]}" -arch=sm_90 -rdc=true -ptx "$check" -o "$work/header_check.ptx" ||
+"$NVCC" "${common[@]}" "${checked[@]}" -arch=sm_90 -rdc=true -ptx "$check" -o "$work/header_check.ptx" ||
     fail "$check does not compile to PTX for sm_90"
+"$NVCC" "${common[@]}" -arch=sm_90 -rdc=true -dc "$check" -o "$work/header_check_inline.o" ||
+    fail "$check does not compile for sm_90 with the inline paths"
+"$NVCC" -arch=sm_90 -dlink -cubin -Xnvlink --suppress-stack-size-warning \
+    "$work/header_check_inline.o" "$library" -o "$work/header_check_inline.cubin" ||
+    fail "the release flavour of $check does not link with the library (above)"
 
 say "(b) device-link with the library (nvlink checks every prototype)"
 "$NVCC" -arch=sm_90 -dlink -cubin -Xnvlink --suppress-stack-size-warning \
@@ -92,8 +101,10 @@ say "(c) compile for sm_80: no cluster scope"
 printf '#include "scoped_sync.cuh"\n' >"$work/header_only.cu"
 "$NVCC" "${common[@]}" -arch=sm_80 -rdc=true -dc "$work/header_only.cu" -o "$work/header_only.o" ||
     fail "$header alone does not compile for sm_80"
-"$NVCC" "${common[@]}" -arch=sm_80 -rdc=true -ptx "$check" -o "$work/header_check_sm80.ptx" ||
+"$NVCC" "${common[@]}" "${checked[@]}" -arch=sm_80 -rdc=true -ptx "$check" -o "$work/header_check_sm80.ptx" ||
     fail "$check does not compile for sm_80"
+"$NVCC" "${common[@]}" -arch=sm_80 -rdc=true -dc "$check" -o "$work/header_check_sm80.o" ||
+    fail "$check does not assemble for sm_80 with the inline paths (above)"
 functions extern "$work/header_check_sm80.ptx" >"$work/used_sm80.txt"
 grep -v '_cluster_' "$work/library.txt" >"$work/library_sm80.txt" || true
 same_set "the library's exports but cluster scope (first) and the functions $check calls for sm_80 (second)" \

@@ -212,8 +212,15 @@ fn render() -> String {
         "constexpr unsigned int SS_SEMAPHORE_MAX = {};",
         sync_shared::SEMAPHORE_MAX
     ));
-    // The grid barrier's words (`layout::grid`), for the header's inline phase.
+    // The grid barrier's words (`layout::grid`) and the barrier's portable encoding, for
+    // the header's inline phases.
+    use sync_shared::barrier::encoding;
     for (name, value) in [
+        ("SS_BARRIER_PARITY", encoding::PARITY),
+        ("SS_BARRIER_OPEN", encoding::OPEN),
+        ("SS_BARRIER_UNIT", encoding::UNIT),
+        ("SS_BARRIER_DROPPED", encoding::DROPPED),
+        ("SS_BARRIER_EXPECTED", encoding::EXPECTED),
         ("SS_GRID_LINE_WORDS", layout::grid::GRID_LINE_WORDS as u32),
         ("SS_GRID_GROUP_BLOCKS", layout::grid::GRID_GROUP_BLOCKS),
         ("SS_GRID_TWO_LEVEL_FROM", layout::grid::GRID_TWO_LEVEL_FROM),

@@ -229,6 +229,38 @@ fn the_inline_and_the_library_block_barrier_keep_one_protocol() {
     assert_eq!(gpu.download(&misses).unwrap(), [0]);
 }
 
+#[test]
+fn the_inline_and_the_library_device_barrier_phases_keep_one_protocol() {
+    let Some(gpu) = cuda_cpp() else { return };
+    let kernel = gpu.kernel("cpp_mixed_device_barrier").unwrap();
+    // Whole warps, and blocks of 48 threads (a warp and a part: the arrival apart).
+    for (blocks, threads) in [
+        (8_u32, 64_u32),
+        (12, 48),
+        (8, 1024.min(kernel.max_threads_per_block())),
+    ] {
+        let total = blocks * threads;
+        let barrier = gpu
+            .upload_object(&scoped_sync::Barrier::new(total))
+            .unwrap();
+        let data = gpu.zeros::<u32>(total as usize).unwrap();
+        let misses = gpu.zeros::<u32>(1).unwrap();
+        let args = KernelArgs::new()
+            .arg(&barrier)
+            .arg(&data)
+            .arg(500_u32)
+            .arg(&misses);
+        hang_guard("cpp mixed device barrier", 120, || {
+            // SAFETY: `cpp_mixed_device_barrier(barrier, data, phases, misses)`: a
+            // barrier expecting every thread, a word per thread; the grid is small
+            // enough to be resident at once; all outlive the synchronized launch.
+            unsafe { kernel.launch(LaunchConfig::new(blocks, threads), args) }.unwrap();
+            gpu.synchronize().unwrap();
+        });
+        assert_eq!(gpu.download(&misses).unwrap(), [0], "{blocks}×{threads}");
+    }
+}
+
 /// The CPU's Jacobi sweeps, in the order `cpp_jacobi` computes them.
 fn jacobi_on_cpu(cells: usize, sweeps: u32) -> Vec<f32> {
     let mut current: Vec<f32> = (0..cells)

@@ -55,3 +55,29 @@ extern "C" __global__ void cpp_mixed_block_barrier(unsigned int phases, unsigned
         phase();
     }
 }
+
+// Four paths on one device barrier, by block: the inline warp phase, the library's
+// `arrive_and_wait`, the inline whole-block phase, the library's `block_arrive_and_wait`.
+// Each phase every thread checks the write of the thread one block on.
+extern "C" __global__ void cpp_mixed_device_barrier(ss_barrier* storage, unsigned int* data,
+                                                    unsigned int phases, unsigned int* misses) {
+    auto& barrier = ss::barrier<ss::thread_scope_device>::from(storage);
+    const unsigned int total = gridDim.x * blockDim.x;
+    const unsigned int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const unsigned int neighbour = (thread + blockDim.x) % total;
+    volatile unsigned int* words = data;
+    auto phase = [&] {
+        switch (blockIdx.x % 4) {
+            case 0: barrier.arrive_and_wait(); break;
+            case 1: ss_barrier_device_arrive_and_wait(storage); break;
+            case 2: barrier.block_arrive_and_wait(); break;
+            default: ss_barrier_device_block_arrive_and_wait(storage); break;
+        }
+    };
+    for (unsigned int p = 1; p <= phases; ++p) {
+        words[thread] = p;
+        phase();
+        if (words[neighbour] != p) atomicAdd(misses, 1u);
+        phase();
+    }
+}

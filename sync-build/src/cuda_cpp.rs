@@ -55,6 +55,11 @@ pub fn nvcc() -> Result<PathBuf, BuildError> {
         })
 }
 
+/// The macro the checked flavour's C++ is compiled with (`-DSCOPED_SYNC_CHECKED=1`):
+/// `scoped_sync.cuh` then calls the library for every operation, whose checked build
+/// prints why a precondition broke, instead of taking its inline fast paths.
+pub const CHECKED_DEFINE: &str = "SCOPED_SYNC_CHECKED";
+
 /// What a successful [`CudaKernels::build`] wrote.
 #[derive(Clone, Debug)]
 pub struct BuiltCuda {
@@ -71,7 +76,8 @@ pub struct BuiltCuda {
 /// [`DeviceLibrary`] into one cubin per flavour, which `scoped_sync::include_cuda!`
 /// embeds and `Runtime::load` loads.
 ///
-/// It runs, per file, `nvcc -std=c++17 -O3 -arch=sm_XY -rdc=true -dc -I<header dir>`, then
+/// It runs, per file and flavour, `nvcc -std=c++17 -O3 -arch=sm_XY -rdc=true -dc
+/// -I<header dir>` (the checked flavour with `-DSCOPED_SYNC_CHECKED=1`), then
 /// `nvcc -arch=sm_XY -dlink -cubin <objects> <library>.ptx`. The cubin holds machine
 /// code for `sm_XY` only (no PTX for the driver to compile, which a driver older than the
 /// nvcc could not read).
@@ -181,20 +187,6 @@ impl CudaKernels {
             .required(self.required)
             .build()?;
         let out = out_dir();
-        let objects_dir = out.join(format!("{}-objects", self.stem));
-        std::fs::create_dir_all(&objects_dir).map_err(|error| BuildError::Io {
-            path: objects_dir.clone(),
-            error,
-        })?;
-        let mut objects = Vec::new();
-        for (index, file) in self.files.iter().enumerate() {
-            let name = file.file_stem().unwrap_or_default().to_string_lossy();
-            let object = objects_dir.join(format!("{index}-{name}.o"));
-            let mut compile = Command::new(&nvcc);
-            compile.args(self.compile_args(file, &object));
-            run(compile)?;
-            objects.push(object);
-        }
         let mut built = BuiltCuda {
             stem: self.stem.clone(),
             release: out.join(cubin_file_name(&self.stem, Flavour::Release)),
@@ -214,6 +206,7 @@ impl CudaKernels {
                 );
                 continue;
             };
+            let objects = self.compile_objects(&nvcc, &out, flavour)?;
             let cubin = out.join(cubin_file_name(&self.stem, flavour));
             let mut link = Command::new(&nvcc);
             link.args(self.link_args(&objects, library_ptx, &cubin));
@@ -289,8 +282,34 @@ impl CudaKernels {
         Ok(())
     }
 
+    /// Compiles every file for `flavour`: the checked flavour's with
+    /// [`CHECKED_DEFINE`], which turns the header's inline paths off so that the checked
+    /// library's checks see every operation.
+    fn compile_objects(
+        &self,
+        nvcc: &Path,
+        out: &Path,
+        flavour: Flavour,
+    ) -> Result<Vec<PathBuf>, BuildError> {
+        let dir = out.join(format!("{}-objects", flavour.file_name(&self.stem)));
+        std::fs::create_dir_all(&dir).map_err(|error| BuildError::Io {
+            path: dir.clone(),
+            error,
+        })?;
+        let mut objects = Vec::new();
+        for (index, file) in self.files.iter().enumerate() {
+            let name = file.file_stem().unwrap_or_default().to_string_lossy();
+            let object = dir.join(format!("{index}-{name}.o"));
+            let mut compile = Command::new(nvcc);
+            compile.args(self.compile_args(file, &object, flavour));
+            run(compile)?;
+            objects.push(object);
+        }
+        Ok(objects)
+    }
+
     /// `nvcc … -dc <file> -o <object>`.
-    fn compile_args(&self, file: &Path, object: &Path) -> Vec<OsString> {
+    fn compile_args(&self, file: &Path, object: &Path, flavour: Flavour) -> Vec<OsString> {
         let mut args: Vec<OsString> = [
             "-std=c++17",
             "-O3",
@@ -303,6 +322,9 @@ impl CudaKernels {
         .collect();
         args.push(flag_with_path("-I", &crate::include_dir()));
         args.extend(self.includes.iter().map(|dir| flag_with_path("-I", dir)));
+        if flavour == Flavour::Checked {
+            args.push(format!("-D{CHECKED_DEFINE}=1").into());
+        }
         args.extend(self.flags.iter().map(OsString::from));
         args.extend([file.into(), "-o".into(), object.into()]);
         args
@@ -387,7 +409,11 @@ mod tests {
             .arch("sm_90")
             .flag("-DWIDTH=4")
             .include("/inc");
-        let compile = kernels.compile_args(Path::new("/src/a.cu"), Path::new("/out/a.o"));
+        let compile = kernels.compile_args(
+            Path::new("/src/a.cu"),
+            Path::new("/out/a.o"),
+            Flavour::Release,
+        );
         let compile: Vec<String> = compile
             .iter()
             .map(|arg| arg.to_string_lossy().into_owned())
@@ -407,6 +433,15 @@ mod tests {
         }
         let header_dir = format!("-I{}", crate::include_dir().display());
         assert!(compile.contains(&header_dir), "{compile:?}");
+        assert!(!compile.iter().any(|arg| arg.contains(CHECKED_DEFINE)));
+        let checked = kernels.compile_args(
+            Path::new("/src/a.cu"),
+            Path::new("/out/a.o"),
+            Flavour::Checked,
+        );
+        assert!(checked
+            .iter()
+            .any(|arg| arg.to_string_lossy() == "-DSCOPED_SYNC_CHECKED=1"));
         let link = kernels.link_args(
             &[PathBuf::from("/out/a.o")],
             Path::new("/out/lib.ptx"),

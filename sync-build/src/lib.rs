@@ -77,7 +77,7 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-pub use cuda_cpp::{nvcc, CudaKernels, NVCC_VARIABLE};
+pub use cuda_cpp::{nvcc, BuiltCuda, CudaKernels, CHECKED_DEFINE, NVCC_VARIABLE};
 pub use device_library::{include_dir, DeviceLibrary, DEVICE_LIBRARY_STEM};
 pub use error::BuildError;
 

@@ -10,7 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use cudarc::nvrtc::sys;
 
-use super::{CudaError, EmbeddedModule, LinkInput, Module, Runtime};
+use super::{CudaError, EmbeddedModule, KernelBuild, LinkInput, Module, Runtime};
 
 /// The CUDA C++ header declaring the device library's functions and wrapping them in
 /// C++ types. [`Runtime::compile_cuda`] gives it to NVRTC as
@@ -388,11 +388,19 @@ impl Runtime {
             .context
             .compute_capability()
             .map_err(CudaError::driver("read the compute capability"))?;
+        // The checked library checks only what reaches it: the header's inline fast
+        // paths step aside under the macro (as `sync_build::CudaKernels` compiles the
+        // checked flavour).
+        let build = library.default_build();
+        let options = match build {
+            KernelBuild::Checked => options.clone().option("-DSCOPED_SYNC_CHECKED=1"),
+            KernelBuild::Release => options.clone(),
+        };
         // cudarc loads each NVRTC function on first use and panics when one is missing
         // (an NVRTC too old for this API): that is a compile failure, not a crash.
         let compiled = panic::catch_unwind(AssertUnwindSafe(|| {
             let arch = options.pick_arch(capability, supported_archs().as_deref());
-            compile(name, source, options, &arch)
+            compile(name, source, &options, &arch)
         }))
         .unwrap_or_else(|payload| {
             let why = payload
@@ -407,7 +415,7 @@ impl Runtime {
             Compiled::Cubin(image) => LinkInput::Cubin { name, image },
             Compiled::Ptx(text) => LinkInput::Ptx { name, text },
         };
-        self.link_with_library(name, &[input], library)
+        self.link_with_library_build(name, &[input], library, build)
     }
 }
 

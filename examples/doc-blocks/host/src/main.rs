@@ -2,6 +2,7 @@
 //! holds its launch shapes, `worker.rs` the host side of section 3.
 
 mod crate_docs;
+mod cuda_cpp;
 mod launches;
 mod worker;
 
