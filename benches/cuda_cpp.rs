@@ -54,25 +54,6 @@ fn cg_grid_sync<'a>(gpu: &'a Gpu, cpp: &Gpu, iterations: u32) -> Result<Timer<'a
     }))
 }
 
-/// `anchor_libcu_block_barrier(iterations, sink)`.
-fn libcu_block_barrier<'a>(
-    gpu: &'a Gpu,
-    cpp: &Gpu,
-    iterations: u32,
-) -> Result<Timer<'a>, CudaError> {
-    let kernel = cpp.kernel("anchor_libcu_block_barrier")?;
-    Ok(Box::new(move |grid, block| {
-        let sink = gpu.zeros::<u32>(1)?;
-        // SAFETY: `anchor_libcu_block_barrier(u32, u32*)`; as above.
-        gpu.gpu_time(|| unsafe {
-            kernel.launch(
-                LaunchConfig::new(grid, block),
-                KernelArgs::new().arg(iterations).arg(&sink),
-            )
-        })
-    }))
-}
-
 /// `anchor_libcu_device_barrier_all(barrier, iterations, sink)` on a barrier that
 /// `anchor_libcu_device_barrier_init` builds before the timing.
 fn libcu_device_barrier<'a>(
@@ -260,7 +241,12 @@ fn run(rust: &Gpu, cpp: &Gpu) -> Result<(), Error> {
             ),
             (
                 "libcu++ barrier<block>",
-                libcu_block_barrier(rust, cpp, iterations)?,
+                workload(
+                    rust,
+                    cpp.kernel("anchor_libcu_block_barrier")?,
+                    Launch::Plain,
+                    iterations,
+                ),
             ),
         ];
         compare(
