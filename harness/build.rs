@@ -31,6 +31,7 @@ fn main() {
         .file("../kernels/cuda/jacobi.cu")
         .file("../kernels/cuda/misuse.cu")
         .file("../kernels/cuda/mixed.cu")
+        .file("../kernels/cuda/peer.cu")
         .checked(true)
         .build_or_record();
     // The device library alone, for `Runtime::link_with_library` and `compile_cuda`

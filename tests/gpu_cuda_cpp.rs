@@ -4,6 +4,8 @@
 //! both sides keep one protocol on one object. Without a CUDA driver every test prints
 //! "skipped: no CUDA driver" and passes. The C++ kernels' traps (a scope misuse in the
 //! checked build, a broken precondition) are cases of `tests/gpu_device_checks.rs`.
+//! The two-GPU tests put the C++ kernel on GPU 0 and the Rust kernel of the same name
+//! on GPU 1 ("skipped: fewer than two GPUs" on one).
 
 mod common;
 
@@ -259,6 +261,53 @@ fn the_inline_and_the_library_device_barrier_phases_keep_one_protocol() {
         });
         assert_eq!(gpu.download(&misses).unwrap(), [0], "{blocks}×{threads}");
     }
+}
+
+/// GPU 0 with the C++ kernels and GPU 1 with the Rust ones, or `None` after saying why
+/// the test is skipped.
+fn cpp_and_rust_on_two_gpus() -> Option<(Gpu, Gpu)> {
+    let (rust0, rust1) = common::peer::two_gpus()?;
+    let cpp0 = Gpu::with_module(rust0.load(&harness::CUDA_KERNELS).unwrap());
+    Some((cpp0, rust1))
+}
+
+#[test]
+fn a_cpp_and_a_rust_kernel_share_a_multi_grid_for_10000_phases() {
+    let Some((cpp, rust)) = cpp_and_rust_on_two_gpus() else {
+        return;
+    };
+    let blocks = cpp.sm_count().unwrap().min(rust.sm_count().unwrap());
+    // Not 1024: a block of the C++ kernel keeps the library's registers for its calls
+    // (`ss_multi_grid_wait_for` needs 139), and 1024 of those do not fit an SM.
+    for threads in [128, 256] {
+        let fit = [&cpp, &rust].map(|gpu| {
+            let kernel = gpu.kernel("multi_grid_phases").unwrap();
+            kernel.max_coresident_blocks(threads).unwrap()
+        });
+        if fit.iter().any(|&fit| fit < blocks) {
+            common::skip(&format!("{blocks} × {threads}: {fit:?} blocks fit at once"));
+            continue;
+        }
+        let (counts, _) = common::peer::multi_grid_phases(
+            &[&cpp, &rust],
+            (blocks, threads),
+            &[10_000; 2],
+            10_000,
+        );
+        assert_eq!(
+            counts,
+            [[0, 0]; 2],
+            "{blocks} × {threads}: (stale neighbour slots, timed-out phases), C++ then Rust"
+        );
+    }
+}
+
+#[test]
+fn a_cpp_and_a_rust_kernel_share_a_system_barrier_in_peer_memory_for_10000_phases() {
+    let Some((cpp, rust)) = cpp_and_rust_on_two_gpus() else {
+        return;
+    };
+    common::peer::system_barrier_phases(&cpp, &rust, 10_000);
 }
 
 /// The CPU's Jacobi sweeps, in the order `cpp_jacobi` computes them.

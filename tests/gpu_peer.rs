@@ -16,55 +16,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::hang_guard;
+use common::peer::{launch_on_both, multi_grid_phases, system_barrier_phases, two_gpus};
 use harness::Gpu;
 use scoped_sync::cuda::{
     HostPartyError, KernelArgs, LaunchConfig, MultiGrid, PeerLink, PlacementError,
 };
-use scoped_sync::{Barrier, BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
-
-/// GPUs 0 and 1 with the project's kernels, or `None` after saying why the test is
-/// skipped.
-fn two_gpus() -> Option<(Gpu, Gpu)> {
-    let first = common::gpu_runtime()?;
-    if scoped_sync::cuda::Runtime::device_count().unwrap() < 2 {
-        common::skip("fewer than two GPUs");
-        return None;
-    }
-    let second = Gpu::open_ordinal(1).unwrap();
-    let first = if first.ordinal() == 0 {
-        first
-    } else {
-        Gpu::open_ordinal(0).unwrap()
-    };
-    Some((first, second))
-}
-
-/// Launches `name` on each GPU with its arguments, each from a thread of its own, and
-/// waits for both kernels.
-///
-/// # Safety
-///
-/// Each `KernelArgs` matches `name`'s signature, and what it points to outlives the
-/// kernels.
-unsafe fn launch_on_both(
-    gpus: [&Gpu; 2],
-    name: &str,
-    shape: (u32, u32),
-    args: [KernelArgs<'_>; 2],
-) {
-    std::thread::scope(|s| {
-        for (gpu, args) in gpus.into_iter().zip(args) {
-            s.spawn(move || {
-                let kernel = gpu.kernel(name).unwrap();
-                let stream = gpu.default_stream();
-                let config = LaunchConfig::new(shape.0, shape.1).on(&stream);
-                // SAFETY: the caller's contract.
-                unsafe { kernel.launch(config, args) }.unwrap();
-                stream.synchronize().unwrap();
-            });
-        }
-    });
-}
+use scoped_sync::{BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
 
 #[test]
 fn placement_follows_the_peer_attributes_of_every_pair() {
@@ -140,112 +97,7 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
     let Some((gpu0, gpu1)) = two_gpus() else {
         return;
     };
-    let (blocks, threads, phases) = (2_u32, 64_u32, 100_000_u32);
-    let per_gpu = blocks * threads;
-    let members = 2 * per_gpu;
-    let barrier = match gpu0.place_for_peers(&Barrier::new(members), &[&gpu1]) {
-        Err(PlacementError::PeerAttribute { attribute, .. }) => {
-            common::skip(&format!("{attribute} = 0 from GPU 1 to GPU 0"));
-            return;
-        }
-        placed => placed.unwrap(),
-    };
-    let slots = gpu0
-        .zeros_for_peers(2 * members as usize, &[&gpu1])
-        .unwrap();
-    let failures = [gpu0.zeros::<u32>(1).unwrap(), gpu1.zeros::<u32>(1).unwrap()];
-    let args = [0, 1].map(|i| {
-        KernelArgs::new()
-            .arg(&barrier)
-            .arg(&slots)
-            .arg(members)
-            .arg(i as u32 * per_gpu)
-            .arg(phases)
-            .arg(&failures[i])
-    });
-    hang_guard("barrier across two GPUs", 300, || {
-        // SAFETY: the parameters of `peer_barrier_phases`: the barrier expects both
-        // launches' threads (`members`), `slots` holds `2 · members` words, GPU 0's
-        // members are `0 .. per_gpu` and GPU 1's the rest; everything outlives them.
-        unsafe {
-            launch_on_both(
-                [&gpu0, &gpu1],
-                "peer_barrier_phases",
-                (blocks, threads),
-                args,
-            )
-        };
-    });
-    for (gpu, failures) in [(&gpu0, &failures[0]), (&gpu1, &failures[1])] {
-        assert_eq!(
-            gpu.download(failures).unwrap(),
-            [0],
-            "GPU {}: stale partner slots or timed-out phases",
-            gpu.ordinal()
-        );
-    }
-}
-
-/// Launches `multi_grid_phases` through a `MultiGrid` of both GPUs, `blocks × threads`
-/// on each, with `phases[i]` phases on GPU `i` waited for at most `timeout_ms` each;
-/// returns each GPU's (failures, timeouts) and the time from the launch until both
-/// GPUs finished.
-/// `multi_grid_phases` on each of `gpus` (rank `i` on `gpus[i]`, running `phases[i]`
-/// phases): per GPU, the stale neighbour slots and the timed-out phases its threads
-/// counted, and the time the whole launch took.
-fn multi_grid_phases(
-    gpus: &[&Gpu],
-    (blocks, threads): (u32, u32),
-    phases: &[u32],
-    timeout_ms: u32,
-) -> (Vec<[u32; 2]>, std::time::Duration) {
-    let runtimes: Vec<_> = gpus.iter().map(|gpu| &***gpu).collect();
-    let mut barrier = MultiGrid::new(&runtimes).unwrap();
-    let kernels: Vec<_> = gpus
-        .iter()
-        .map(|gpu| gpu.kernel("multi_grid_phases").unwrap())
-        .collect();
-    let per_gpu = (blocks * threads) as usize;
-    let slots = gpus[0]
-        .zeros_for_peers(2 * gpus.len() * per_gpu, &runtimes[1..])
-        .unwrap();
-    let counts: Vec<_> = gpus
-        .iter()
-        .map(|gpu| gpu.zeros::<u32>(2).unwrap())
-        .collect();
-    let args = (0..gpus.len())
-        .map(|i| {
-            let counts = gpus[i].address(&counts[i]);
-            KernelArgs::new()
-                .arg(&slots)
-                .arg(phases[i])
-                .arg(timeout_ms)
-                .arg(counts)
-                .arg(counts + 4)
-        })
-        .collect();
-    let started = std::time::Instant::now();
-    let kernels: Vec<_> = kernels.iter().collect();
-    hang_guard("MultiGrid", 300, || {
-        // SAFETY: `multi_grid_phases(MultiGrid, slots, phases, timeout_ms, failures,
-        // timeouts)` on every GPU, the same grid on each; `slots` holds
-        // `2 · ranks · per_gpu` words that every GPU reaches; everything outlives the
-        // kernels.
-        unsafe { barrier.launch(&kernels, LaunchConfig::new(blocks, threads), args) }.unwrap();
-        for gpu in gpus {
-            gpu.synchronize().unwrap();
-        }
-    });
-    let elapsed = started.elapsed();
-    let counts = gpus
-        .iter()
-        .zip(&counts)
-        .map(|(gpu, counts)| {
-            let words = gpu.download(counts).unwrap();
-            [words[0], words[1]]
-        })
-        .collect();
-    (counts, elapsed)
+    system_barrier_phases(&gpu0, &gpu1, 100_000);
 }
 
 #[test]

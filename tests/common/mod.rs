@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests (each test file uses a subset).
 #![allow(dead_code)]
 
+pub mod peer;
+
 use std::cell::UnsafeCell;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread;

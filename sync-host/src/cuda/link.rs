@@ -497,6 +497,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "reads files, which Miri's isolation refuses")]
     fn inputs_are_checked_before_the_driver_sees_them() {
         let ptx = Prepared::new(&LinkInput::Ptx {
             name: "lib",
