@@ -9,13 +9,14 @@
 
 mod common;
 
-use std::time::Duration;
-
+use common::bus::{
+    barrier_shows_each_side_the_others_writes, latch_opens_after_host_and_gpu_count_downs,
+};
 use common::hang_guard;
 use harness::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use harness::{Gpu, DEVICE_LIBRARY};
 use scoped_sync::cuda::{CudaError, CudaSource, KernelArgs, LaunchConfig};
-use scoped_sync::BusLatch;
+use scoped_sync::{BusBarrier, BusLatch};
 
 /// The C++ module on the test GPU, or `None` after printing why the test is skipped.
 fn cuda_cpp() -> Option<Gpu> {
@@ -44,36 +45,39 @@ fn a_cpp_kernel_and_a_host_thread_meet_on_a_bus_barrier() {
 }
 
 #[test]
+fn cpp_blocks_and_host_threads_meet_on_a_bus_barrier_and_see_each_others_writes() {
+    let Some(gpu) = cuda_cpp() else { return };
+    let (blocks, host_threads, phases) = (4_u32, 3_u32, 500_u32);
+    let barrier = gpu
+        .place_mapped(BusBarrier::new(u64::from(host_threads), u64::from(blocks)))
+        .unwrap();
+    hang_guard("cpp bus barrier, several blocks and threads", 120, || {
+        barrier_shows_each_side_the_others_writes(
+            &gpu,
+            barrier.device_address(),
+            "bus_barrier_phases",
+            (blocks, host_threads, phases),
+            |wait| barrier.arrive_and_wait(wait),
+        );
+    });
+}
+
+#[test]
 fn a_bus_latch_opens_after_cpp_blocks_and_host_threads_count_down() {
     let Some(gpu) = cuda_cpp() else { return };
-    let (grid, block, host_threads) = (4_u32, 64_u32, 3_u32);
+    let shape = (4_u32, 64_u32, 3_u32);
     let latch = gpu
-        .place_mapped(BusLatch::new(u64::from(grid * block + host_threads)))
+        .place_mapped(BusLatch::new(u64::from(shape.0 * shape.1 + shape.2)))
         .unwrap();
-    let failures = gpu.zeros::<u32>(1).unwrap();
-    let stream = gpu.new_stream().unwrap();
-    let kernel = gpu.kernel("bus_latch_count_down").unwrap();
     hang_guard("cpp bus latch", 120, || {
-        let args = KernelArgs::new().arg(&latch).arg(&failures);
-        let config = LaunchConfig::new(grid, block).on(&stream);
-        // SAFETY: `bus_latch_count_down(latch, failures)`; both outlive the kernel,
-        // whose stream is synchronized before they drop.
-        let run = unsafe {
-            kernel.launch_beside(config, args, |running| {
-                std::thread::scope(|s| {
-                    for _ in 0..host_threads {
-                        s.spawn(|| {
-                            let wait = running.wait().timeout(Duration::from_secs(20));
-                            latch.arrive_and_wait(1, wait).unwrap()
-                        });
-                    }
-                });
-            })
-        };
-        stream.synchronize().unwrap();
-        run.launch.unwrap();
+        latch_opens_after_host_and_gpu_count_downs(
+            &gpu,
+            latch.device_address(),
+            "bus_latch_count_down",
+            shape,
+            |wait| latch.arrive_and_wait(1, wait),
+        );
     });
-    assert_eq!(gpu.download(&failures).unwrap(), [0]);
     assert_eq!(latch.counted(), latch.expected());
 }
 

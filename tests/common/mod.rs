@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests (each test file uses a subset).
 #![allow(dead_code)]
 
+pub mod bus;
 pub mod peer;
 
 use std::cell::UnsafeCell;
