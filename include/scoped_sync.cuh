@@ -126,7 +126,8 @@ constexpr unsigned int SS_GRID_TWO_LEVEL_FROM = 1536;
 // Objects are passed by pointer (`const` where the Rust function takes `*const`);
 // `bool`, `unsigned int` (u32) and `unsigned long long` (u64) are the Rust types.
 // `stop` arguments may be null (no stop source); `sequence` arguments may be null.
-// Stop callbacks' `function` must not be null; a barrier completion's may be.
+// A stop callback's null `function` traps (with a message in the checked build); a
+// barrier completion's may be null (no completion).
 
 extern "C" {
 
@@ -1902,7 +1903,8 @@ __device__ stop_token<S> stop_source<S>::get_token() const {
 /// function pointer and context instead of a callable): the constructor registers
 /// `function(context)` (or runs it at once if stop was requested already), the
 /// destructor deregisters it (waiting if another thread is running it). Not copyable,
-/// not movable. `function` must not be null; the source must outlive the callback.
+/// not movable. A null `function` traps (with a message in the checked build); the source
+/// must outlive the callback.
 ///
 /// The thread that requests stop runs the callback and walks the source's list of
 /// callbacks, which this object is a node of: it must live in memory every requesting

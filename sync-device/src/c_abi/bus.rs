@@ -432,3 +432,4 @@ pub unsafe extern "C" fn ss_bus_latch_arrive_and_wait(
 }
 
 sync_shared::assert_layout!(EndpointStorage, sync_shared::layout::HANDOFF_ENDPOINT);
+sync_shared::assert_layout!(BusTokenStorage, sync_shared::layout::BUS_ARRIVAL_TOKEN);

@@ -108,3 +108,37 @@ unsafe fn write_into<Storage, T>(storage: *mut Storage, value: T) {
     // SAFETY: fits (checked above); valid for writes (the caller's promise).
     unsafe { storage.cast::<T>().write(value) };
 }
+
+/// Every type the C ABI writes into the header's storage has that storage's layout, at
+/// every scope and direction (the crate root asserts the default aliases).
+mod layouts {
+    use sync_shared::layout::*;
+    use sync_shared::{assert_layout, Block, Device, System, SEMAPHORE_MAX};
+
+    use crate::{Barrier, BinarySemaphore, CountingSemaphore, FairSemaphore, Latch, StopSource};
+
+    macro_rules! at_scope {
+        ($($scope:ty),*) => {
+            $(
+                assert_layout!(Barrier<$scope>, BARRIER);
+                assert_layout!(Latch<$scope>, LATCH);
+                assert_layout!(CountingSemaphore<SEMAPHORE_MAX, $scope>, COUNTING_SEMAPHORE);
+                assert_layout!(BinarySemaphore<$scope>, COUNTING_SEMAPHORE);
+                assert_layout!(FairSemaphore<SEMAPHORE_MAX, $scope>, FAIR_SEMAPHORE);
+                assert_layout!(StopSource<$scope>, STOP_SOURCE);
+            )*
+        };
+    }
+    at_scope!(Block, Device, System);
+    #[cfg(target_feature = "sm_90")]
+    at_scope!(sync_shared::Cluster);
+
+    assert_layout!(
+        crate::HandoffSemaphore<sync_shared::bus::HostToGpu>,
+        HANDOFF_SEMAPHORE
+    );
+    assert_layout!(
+        crate::HandoffSemaphore<sync_shared::bus::GpuToGpu>,
+        HANDOFF_SEMAPHORE
+    );
+}

@@ -68,9 +68,13 @@ macro_rules! stop_abi {
             pub unsafe extern "C" fn register(
                 storage: *mut CallbackStorage,
                 source: *const Source,
-                function: unsafe extern "C" fn(*mut c_void),
+                function: Option<unsafe extern "C" fn(*mut c_void)>,
                 context: *mut c_void,
             ) {
+                // A null function from C: a broken precondition, not a call through null.
+                let Some(function) = function else {
+                    panic!("stop_callback: the callback function is null")
+                };
                 let callback = closure(CCallback { function, context });
                 // SAFETY: the source outlives the callback, which `deregister` ends
                 // (the header's contract); the storage holds no live callback.
@@ -157,3 +161,5 @@ stop_abi!(
     "ss_stop_source_system",
     "ss_stop_callback_system"
 );
+
+sync_shared::assert_layout!(CallbackStorage, sync_shared::layout::STOP_CALLBACK);
