@@ -291,7 +291,10 @@ impl CudaKernels {
         out: &Path,
         flavour: Flavour,
     ) -> Result<Vec<PathBuf>, BuildError> {
-        let dir = out.join(format!("{}-objects", flavour.file_name(&self.stem)));
+        let dir = out.join(format!(
+            "{}-objects",
+            crate::flavour_dir(&self.stem, flavour)
+        ));
         std::fs::create_dir_all(&dir).map_err(|error| BuildError::Io {
             path: dir.clone(),
             error,

@@ -47,14 +47,6 @@ fn timeout(nanoseconds: u64) -> Option<Duration> {
     (nanoseconds != FOREVER).then(|| Duration::from_nanos(nanoseconds))
 }
 
-/// The status of a unit result.
-fn status_of<E: Into<u32>>(result: Result<(), E>) -> u32 {
-    match result {
-        Ok(()) => SS_OK,
-        Err(error) => error.into(),
-    }
-}
-
 /// A `try_` form's status.
 fn usage<T>(result: Result<T, sync_shared::UsageError>) -> u32 {
     match result {
@@ -65,12 +57,6 @@ fn usage<T>(result: Result<T, sync_shared::UsageError>) -> u32 {
 
 /// Status words of the error types a C++ caller sees.
 struct Status(u32);
-
-impl From<Status> for u32 {
-    fn from(status: Status) -> u32 {
-        status.0
-    }
-}
 
 impl From<sync_shared::Stopped> for Status {
     fn from(_: sync_shared::Stopped) -> Self {
@@ -89,7 +75,10 @@ impl From<sync_shared::bus::WaitError> for Status {
 
 /// The status of a stoppable or bus wait.
 fn wait_status<E: Into<Status>>(result: Result<(), E>) -> u32 {
-    status_of(result.map_err(|error| error.into()))
+    match result {
+        Ok(()) => SS_OK,
+        Err(error) => error.into().0,
+    }
 }
 
 /// Writes `value` into caller storage of `Storage`'s size and alignment.
