@@ -180,6 +180,8 @@ impl CudaKernels {
             return Err(BuildError::Skipped { reason });
         }
         let nvcc = nvcc()?;
+        // Another nvcc at the same path (an upgrade in place) compiles other code.
+        println!("cargo:rerun-if-changed={}", nvcc.display());
         let library = DeviceLibrary::new()
             .arch(&self.arch)
             .checked(self.checked)
@@ -303,9 +305,12 @@ impl CudaKernels {
         for (index, file) in self.files.iter().enumerate() {
             let name = file.file_stem().unwrap_or_default().to_string_lossy();
             let object = dir.join(format!("{index}-{name}.o"));
+            let dependencies = object.with_extension("d");
             let mut compile = Command::new(nvcc);
             compile.args(self.compile_args(file, &object, flavour));
+            compile.arg("-MD").arg("-MF").arg(&dependencies);
             run(compile)?;
+            crate::dep_info::rerun_on_prerequisites(&dependencies);
             objects.push(object);
         }
         Ok(objects)

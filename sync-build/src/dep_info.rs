@@ -21,8 +21,23 @@ pub(crate) fn rerun_on_sources(release: &Path, stem: &str, sysroot: &Path, targe
     }
 }
 
-/// The prerequisites of a Makefile-style dep-info file (`target: a b\ c`), unescaped.
+/// Prints `cargo:rerun-if-changed` for every prerequisite of the Makefile-style
+/// dependency file nvcc wrote (`-MD -MF`): the `.cu` file and every header it
+/// included, the user's own and the toolkit's, so that a header edit or another CCCL
+/// rebuilds the kernels.
+pub(crate) fn rerun_on_prerequisites(dependencies: &Path) {
+    let Ok(text) = fs::read_to_string(dependencies) else {
+        return;
+    };
+    for source in sources(&text) {
+        println!("cargo:rerun-if-changed={}", source.display());
+    }
+}
+
+/// The prerequisites of a Makefile-style dep-info file (`target: a b\ c`, rules
+/// continued over lines ending in `\`), unescaped.
 fn sources(text: &str) -> Vec<PathBuf> {
+    let text = text.replace("\\\r\n", " ").replace("\\\n", " ");
     let mut sources = Vec::new();
     for line in text.lines() {
         // Lines of the form `path:` with nothing after are phony targets.
@@ -81,6 +96,20 @@ fn newest(dir: &Path, matches: impl Fn(&str) -> bool) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvcc_dependencies_continued_over_lines() {
+        let text = "/o/0-k.o : k.cu \\\n    /usr/include/stdc-predef.h \\\n    include/scoped\\ sync.cuh \\\n    my.cuh\n";
+        assert_eq!(
+            sources(text),
+            [
+                PathBuf::from("/usr/include/stdc-predef.h"),
+                PathBuf::from("include/scoped sync.cuh"),
+                PathBuf::from("k.cu"),
+                PathBuf::from("my.cuh"),
+            ]
+        );
+    }
 
     #[test]
     fn dep_info_prerequisites_with_escaped_spaces() {
