@@ -4,6 +4,14 @@
 # runtime headers, CCCL) into target/nvcc-venv (idempotent). It compiles the CUDA C++
 # baseline programs here, so that CI catches one that no longer builds; they run only
 # on a GPU host, whose own nvcc builds them there. `NVCC` in the environment wins.
+#
+# The compiler is pinned to CUDA 13.0, the oldest CUDA 13 release (as the Rust
+# kernels' PTX ISA is the oldest their features need): what it emits loads on every
+# CUDA 13 driver, its PTX included (nvcc 13.5's PTX is ISA 9.5, which a 13.0 driver
+# refuses), and its ptxas is the one a 13.0 driver JIT-compiles the Rust kernels with,
+# so the C++ and Rust kernels it compares get the same code generation (docs/cpp.md
+# measures what a newer ptxas changes). CCCL (libcu++, the anchors' library) is the
+# newest of CUDA 13: its headers are not tied to the compiler's release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,11 +33,12 @@ for root in nvidia.__path__:
         break
 PY
 }
+release=13.0.88
 nvcc="$(where)"
-if [[ -z "$nvcc" || ! -x "$nvcc" ]]; then
+if [[ -z "$nvcc" || ! -x "$nvcc" ]] || ! "$nvcc" --version | grep -q "V$release\$"; then
     "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check \
-        'nvidia-cuda-nvcc>=13,<14' 'nvidia-nvvm>=13,<14' 'nvidia-cuda-crt>=13,<14' \
-        'nvidia-cuda-runtime>=13,<14' 'nvidia-cuda-cccl>=13,<14' >&2
+        "nvidia-cuda-nvcc==$release" "nvidia-nvvm==$release" "nvidia-cuda-crt==$release" \
+        "nvidia-cuda-runtime==$release" 'nvidia-cuda-cccl>=13,<14' >&2
     nvcc="$(where)"
 fi
 echo "$(cd "$(dirname "$nvcc")" && pwd)/nvcc"
