@@ -131,6 +131,19 @@ impl<'r> RoundTrips<'r> {
         Ok(Self { runtime, line })
     }
 
+    /// Runs the later round trips with the kernels of `kernels` (a module with the
+    /// same kernel names on the same GPU) on this line: two kernels compared on one
+    /// line compare protocols, not placements.
+    pub fn use_kernels(&mut self, kernels: &'r Gpu) -> Result<(), DemoError> {
+        if kernels.ordinal() != self.runtime.ordinal() {
+            return Err(DemoError::Wrong(
+                "the kernels are on another GPU than the line",
+            ));
+        }
+        self.runtime = kernels;
+        Ok(())
+    }
+
     /// Average round trip of the anchor's raw ping-pong: the host stores an odd value
     /// to the line's first word and spins until the GPU stores the next even one.
     pub fn raw_spin(&mut self, rounds: u32) -> Result<Duration, DemoError> {
