@@ -746,8 +746,20 @@ namespace detail {
 
 // Whether `p` points into this block's shared memory. `__isShared`, which the compiler
 // folds where it knows the address space (a `__shared__` variable), so that the
-// library call of the other branch leaves a hot loop.
+// library call of the other branch leaves a hot loop. nvcc 13.0 and 13.1 abort on
+// `__isShared` of a pointer whose space they cannot tell, such as `this` in a member
+// function compiled out of line (`-G`, an explicit instantiation): "Call parameter
+// type does not match function signature!". For them `isspacep` in asm, which is not
+// folded.
+#if defined(__CUDACC_VER_MAJOR__) && __CUDACC_VER_MAJOR__ == 13 && __CUDACC_VER_MINOR__ < 2
+__device__ __forceinline__ bool in_shared(const void* p) {
+    u32 shared;
+    asm("{ .reg .pred s; isspacep.shared s, %1; selp.u32 %0, 1, 0, s; }" : "=r"(shared) : "l"(p));
+    return shared != 0;
+}
+#else
 __device__ __forceinline__ bool in_shared(const void* p) { return __isShared(p) != 0; }
+#endif
 
 // The shared-window address of a generic pointer into shared memory.
 __device__ __forceinline__ u32 shared_address(const void* p) {

@@ -5,13 +5,14 @@
 # baseline programs here, so that CI catches one that no longer builds; they run only
 # on a GPU host, whose own nvcc builds them there. `NVCC` in the environment wins.
 #
-# The compiler is pinned to CUDA 13.0, the oldest CUDA 13 release (as the Rust
-# kernels' PTX ISA is the oldest their features need): what it emits loads on every
-# CUDA 13 driver, its PTX included (nvcc 13.5's PTX is ISA 9.5, which a 13.0 driver
-# refuses), and its ptxas is the one a 13.0 driver JIT-compiles the Rust kernels with,
-# so the C++ and Rust kernels it compares get the same code generation (docs/cpp.md
-# measures what a newer ptxas changes). CCCL (libcu++, the anchors' library) is the
-# newest of CUDA 13: its headers are not tied to the compiler's release.
+# The compiler is pinned to CUDA 13.2.86, CCCL (libcu++, the anchors' library) is the
+# newest of CUDA 13 (its headers are not tied to the compiler's release). Why 13.2
+# (docs/cpp.md, docs/measurements.md): nvcc 13.5's ptxas keeps a warp shuffle and a
+# divergence check in every poll of the device barrier's inline warp phase, 1.13x the
+# Rust kernel from the same PTX; 13.0 and 13.1 fold them but their NVVM aborts on
+# `__isShared` of a pointer it cannot place; 13.2 does neither, and its machine code
+# for the cost kernels is 13.0's, the release a CUDA 13.0 driver JIT-compiles the Rust
+# kernels with. The cubins it links load on every CUDA 13 driver.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,7 +34,7 @@ for root in nvidia.__path__:
         break
 PY
 }
-release=13.0.88
+release=13.2.86
 nvcc="$(where)"
 if [[ -z "$nvcc" || ! -x "$nvcc" ]] || ! "$nvcc" --version | grep -q "V$release\$"; then
     "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check \
