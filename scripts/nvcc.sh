@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prints the path of an `nvcc` that runs on this CPU-only machine, installing it first
 # if needed: PyPI's CUDA 13 packages (the compiler driver, NVVM's `cicc`, the CRT and
-# runtime headers, CCCL) into target/nvcc-venv (idempotent). It compiles the CUDA C++
-# baseline programs here, so that CI catches one that no longer builds; they run only
-# on a GPU host, whose own nvcc builds them there. `NVCC` in the environment wins.
+# runtime headers, NVRTC, CCCL) into target/nvcc-venv (idempotent). It compiles the
+# CUDA C++ baseline programs here, so that CI catches one that no longer builds (they
+# run only on a GPU host, whose own nvcc builds them there), and scripts/cxx-check.sh
+# compiles the header with it and with its NVRTC. `NVCC` in the environment wins.
 #
 # The compiler is pinned to CUDA 13.2.86, CCCL (libcu++, the anchors' library) is the
 # newest of CUDA 13 (its headers are not tied to the compiler's release). Why 13.2
@@ -36,10 +37,11 @@ PY
 }
 release=13.2.86
 nvcc="$(where)"
-if [[ -z "$nvcc" || ! -x "$nvcc" ]] || ! "$nvcc" --version | grep -q "V$release\$"; then
+if [[ -z "$nvcc" || ! -x "$nvcc" ]] || ! "$nvcc" --version | grep -q "V$release\$" ||
+    [[ ! -f "$(dirname "$nvcc")/../lib/libnvrtc.so.13" ]]; then
     "$venv/bin/python3" -m pip install --quiet --disable-pip-version-check \
         "nvidia-cuda-nvcc==$release" "nvidia-nvvm==$release" "nvidia-cuda-crt==$release" \
-        "nvidia-cuda-runtime==$release" 'nvidia-cuda-cccl>=13,<14' >&2
+        "nvidia-cuda-runtime==$release" "nvidia-cuda-nvrtc==$release" 'nvidia-cuda-cccl>=13,<14' >&2
     nvcc="$(where)"
 fi
 echo "$(cd "$(dirname "$nvcc")" && pwd)/nvcc"
