@@ -119,6 +119,9 @@ constexpr unsigned int SS_BARRIER_EXPECTED = 268435455;
 constexpr unsigned int SS_GRID_LINE_WORDS = 32;
 constexpr unsigned int SS_GRID_GROUP_BLOCKS = 64;
 constexpr unsigned int SS_GRID_TWO_LEVEL_FROM = 1536;
+constexpr unsigned int SS_PRODUCER_PUBLISHED_OFFSET = 0;
+constexpr unsigned int SS_PRODUCER_COUNT_OFFSET = 16;
+constexpr unsigned long long SS_BUS_COUNT_MAX = 0x7fffffffffffffffull;
 // END GENERATED LAYOUT
 
 // ==== The C ABI: sync-device/src/c_abi/ ==================================================
@@ -2582,9 +2585,25 @@ class handoff_producer {
     __device__ bool valid() const { return live_; }
     __device__ explicit operator bool() const { return live_; }
 
-    /// Releases `n` units: returns the first one's sequence number.
+    /// Releases `n` units: returns the first one's sequence number. Inline outside the
+    /// checked build, as the Rust `Producer::release` runs it (one `st.release.sys`
+    /// of the new count to the published word, at `layout::handoff_producer`'s
+    /// offsets): a call would put its frame's stores ahead of the store's fence on the
+    /// round trip's critical path. A count past `SS_BUS_COUNT_MAX` goes to the library,
+    /// which traps with its message.
     __device__ u64 release(u64 n = 1) {
         detail::require(live_);
+#if !defined(SCOPED_SYNC_CHECKED)
+        u64* const published = *reinterpret_cast<u64* const*>(storage_.opaque + SS_PRODUCER_PUBLISHED_OFFSET);
+        u64& count = *reinterpret_cast<u64*>(storage_.opaque + SS_PRODUCER_COUNT_OFFSET);
+        const u64 first = count;
+        const u64 end = first + n;
+        if (end >= first && end <= SS_BUS_COUNT_MAX) {
+            asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(published), "l"(end) : "memory");
+            count = end;
+            return first;
+        }
+#endif
         return ss_producer_release(&storage_, n);
     }
     /// Units this producer released so far.

@@ -224,9 +224,22 @@ fn render() -> String {
         ("SS_GRID_LINE_WORDS", layout::grid::GRID_LINE_WORDS as u32),
         ("SS_GRID_GROUP_BLOCKS", layout::grid::GRID_GROUP_BLOCKS),
         ("SS_GRID_TWO_LEVEL_FROM", layout::grid::GRID_TWO_LEVEL_FROM),
+        (
+            "SS_PRODUCER_PUBLISHED_OFFSET",
+            layout::handoff_producer::PUBLISHED as u32,
+        ),
+        (
+            "SS_PRODUCER_COUNT_OFFSET",
+            layout::handoff_producer::COUNT as u32,
+        ),
     ] {
         line(&format!("constexpr unsigned int {name} = {value};"));
     }
+    // The exclusive producer's inline release checks its count against it.
+    line(&format!(
+        "constexpr unsigned long long SS_BUS_COUNT_MAX = {:#x}ull;",
+        sync_shared::bus::BUS_COUNT_MAX
+    ));
     line(END);
     out
 }

@@ -74,6 +74,16 @@ pub const STOP_CALLBACK: Layout = Layout {
 };
 /// The device library's storage for a handoff `Producer` or `Consumer`.
 pub const HANDOFF_ENDPOINT: Layout = Layout { size: 32, align: 8 };
+/// Where a handoff `Producer` keeps the address of its published count and its own
+/// count, in [`HANDOFF_ENDPOINT`] storage: the C++ header's `handoff_producer::release`
+/// publishes inline from them (sync-device's C ABI asserts both).
+pub mod handoff_producer {
+    /// The offset of the address of the published count (a `u64` in mapped or device
+    /// memory, stored with `st.release.sys`).
+    pub const PUBLISHED: usize = 0;
+    /// The offset of the producer's cumulative count (`u64`).
+    pub const COUNT: usize = 16;
+}
 /// The device library's storage for a `BusArrivalToken`.
 pub const BUS_ARRIVAL_TOKEN: Layout = Layout { size: 8, align: 8 };
 

@@ -432,4 +432,12 @@ pub unsafe extern "C" fn ss_bus_latch_arrive_and_wait(
 }
 
 sync_shared::assert_layout!(EndpointStorage, sync_shared::layout::HANDOFF_ENDPOINT);
+const _: () = {
+    use sync_shared::layout::handoff_producer::{COUNT, PUBLISHED};
+    let (published, count) = GpuProducer::FIELD_OFFSETS;
+    assert!(
+        published == PUBLISHED && count == COUNT,
+        "Producer's fields moved: the header's inline release reads layout::handoff_producer"
+    );
+};
 sync_shared::assert_layout!(BusTokenStorage, sync_shared::layout::BUS_ARRIVAL_TOKEN);

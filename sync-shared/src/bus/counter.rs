@@ -55,6 +55,7 @@ impl BusPair {
 /// See the [module docs](self): a published bus word and the side word of the side
 /// that adds to it.
 #[derive(Clone, Copy)]
+#[repr(C)] // the published address first: `layout::handoff_producer`
 pub(crate) struct PublishedCount<'a> {
     /// Bus word: the count as published to the other side.
     pub(crate) published: &'a BusWord,

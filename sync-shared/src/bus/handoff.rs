@@ -389,10 +389,22 @@ impl<B: Side> HandoffChannel<B> {
 /// a [`HandoffChannel`]: the one thread holding it releases with a single store (no
 /// read-modify-write, no wait). Dropping it hands the count back to the shared
 /// `release`.
+#[repr(C)] // `layout::handoff_producer`: the C++ header releases inline from it
 pub struct Producer<'a, B: Side> {
     released: PublishedCount<'a>,
     count: u64,
     _side: PhantomData<fn() -> B>,
+}
+
+impl<B: Side> Producer<'static, B> {
+    /// The offsets of the published count's address and of the count in a producer,
+    /// for the assertion that they are `layout::handoff_producer`'s.
+    #[doc(hidden)]
+    pub const FIELD_OFFSETS: (usize, usize) = (
+        core::mem::offset_of!(Self, released)
+            + core::mem::offset_of!(PublishedCount<'static>, published),
+        core::mem::offset_of!(Self, count),
+    );
 }
 
 impl<B: Side> Producer<'_, B> {
