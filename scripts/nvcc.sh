@@ -10,7 +10,7 @@
 # newest of CUDA 13 (its headers are not tied to the compiler's release). Why 13.2
 # (docs/cpp.md, docs/measurements.md): nvcc 13.5's ptxas keeps a warp shuffle and a
 # divergence check in every poll of the device barrier's inline warp phase, 1.13x the
-# Rust kernel from the same PTX; 13.0 and 13.1 fold them but their NVVM aborts on
+# Rust kernel from the same PTX; 13.0 folds them, but its NVVM and 13.1's abort on
 # `__isShared` of a pointer it cannot place; 13.2 does neither, and its machine code
 # for the cost kernels is 13.0's, the release a CUDA 13.0 driver JIT-compiles the Rust
 # kernels with. The cubins it links load on every CUDA 13 driver.
