@@ -121,6 +121,9 @@ constexpr unsigned int SS_GRID_GROUP_BLOCKS = 64;
 constexpr unsigned int SS_GRID_TWO_LEVEL_FROM = 1536;
 constexpr unsigned int SS_PRODUCER_PUBLISHED_OFFSET = 0;
 constexpr unsigned int SS_PRODUCER_COUNT_OFFSET = 16;
+constexpr unsigned int SS_CONSUMER_PUBLISHED_OFFSET = 0;
+constexpr unsigned int SS_CONSUMER_TAKEN_OFFSET = 24;
+constexpr unsigned int SS_CONSUMER_INLINE_POLLS = 4;
 constexpr unsigned long long SS_BUS_COUNT_MAX = 0x7fffffffffffffffull;
 // END GENERATED LAYOUT
 
@@ -2489,28 +2492,62 @@ class bus_latch {
     __device__ const ss_bus_latch* native() const { return &storage_; }
 };
 
+namespace detail {
+/// Copies an endpoint's storage by 64-bit words (its fields' width): a byte-wise copy
+/// would leave the compiler 32 byte-sized pieces to reassemble.
+__device__ inline void copy_endpoint(ss_endpoint& to, const ss_endpoint& from) {
+    for (unsigned int word = 0; word < sizeof(ss_endpoint) / sizeof(u64); ++word) {
+        reinterpret_cast<u64*>(to.opaque)[word] = reinterpret_cast<const u64*>(from.opaque)[word];
+    }
+}
+/// Runs a library call on a copy of an exclusive endpoint's storage and keeps what the
+/// call wrote. The endpoint's own address never reaches the library, so the compiler
+/// can hold the endpoint in registers: the inline polls and releases then read no
+/// local memory between the poll that sees a unit and the store that answers it.
+template <class Call>
+__device__ inline auto on_copy(ss_endpoint& storage, Call call) {
+    ss_endpoint copy;
+    copy_endpoint(copy, storage);
+    struct write_back {
+        ss_endpoint& to;
+        const ss_endpoint& from;
+        __device__ ~write_back() { copy_endpoint(to, from); }
+    } back{storage, copy};
+    return call(&copy);
+}
+template <class Call>
+__device__ inline auto on_copy(const ss_endpoint& storage, Call call) {
+    ss_endpoint copy;
+    copy_endpoint(copy, storage);
+    return call(static_cast<const ss_endpoint*>(&copy));
+}
+}  // namespace detail
+
 /// The exclusive consumer of a handoff object, claimed with its `consumer()`: a value
 /// (move-only) holding the claim, which its destructor gives back (`ss_consumer_drop`).
 /// The claim fails where another thread or the host holds it: check `valid()` /
 /// `explicit operator bool` (other calls trap on an empty endpoint), like
 /// `std::unique_lock::owns_lock`. The object must outlive the endpoint. A per-thread
-/// value (its storage and a flag), not an object the library places.
+/// value (its storage and a flag), not an object the library places; the library sees
+/// only copies of it (`detail::on_copy`).
 class handoff_consumer {
     ss_endpoint storage_;
     bool live_ = false;
     friend class handoff_channel;
     friend class handoff_to_gpu;
     friend class handoff_gpu_to_gpu;
+    __device__ handoff_consumer(bool live, const ss_endpoint& storage) : live_(live) { detail::copy_endpoint(storage_, storage); }
 
   public:
     handoff_consumer() = default;
-    __device__ handoff_consumer(handoff_consumer&& other) : storage_(other.storage_), live_(other.live_) {
+    __device__ handoff_consumer(handoff_consumer&& other) : live_(other.live_) {
+        detail::copy_endpoint(storage_, other.storage_);
         other.live_ = false;
     }
     __device__ handoff_consumer& operator=(handoff_consumer&& other) {
         if (this != &other) {
             reset();
-            storage_ = other.storage_;
+            detail::copy_endpoint(storage_, other.storage_);
             live_ = other.live_;
             other.live_ = false;
         }
@@ -2526,32 +2563,75 @@ class handoff_consumer {
     /// Takes a unit if one is there (its sequence number into `sequence`).
     __device__ bool try_acquire(u64& sequence) {
         detail::require(live_);
-        return ss_consumer_try_acquire(&storage_, &sequence);
+#if !defined(SCOPED_SYNC_CHECKED)
+        return poll_inline(1, sequence);
+#else
+        u64 taken;
+        const bool acquired = detail::on_copy(storage_, [&](ss_endpoint* copy) { return ss_consumer_try_acquire(copy, &taken); });
+        sequence = acquired ? taken : sequence;
+        return acquired;
+#endif
     }
     __device__ bool try_acquire() {
-        detail::require(live_);
-        return ss_consumer_try_acquire(&storage_, nullptr);
+        u64 sequence;
+        return try_acquire(sequence);
     }
     /// Waits for a unit: `status::ok` (and `sequence`), `timed_out` or `stopped`.
+    /// Outside the checked build the first `SS_CONSUMER_INLINE_POLLS` looks at the
+    /// published count are inline, as the Rust `Consumer::acquire` polls (an
+    /// `ld.acquire.sys` of the word at `layout::handoff_consumer`'s offsets, the unit
+    /// taken when the count passes `taken`): a call would stand between the poll that
+    /// sees the unit and the caller's answer. Then the library waits, with the stop
+    /// source, the deadline and its backoff.
     __device__ status acquire(u64& sequence, const bus_stop_source* stop = nullptr, u64 nanoseconds = forever) {
         detail::require(live_);
-        return detail::to_status(ss_consumer_acquire(&storage_, detail::native(stop), nanoseconds, &sequence));
+#if !defined(SCOPED_SYNC_CHECKED)
+        if (poll_inline(SS_CONSUMER_INLINE_POLLS, sequence)) {
+            return status::ok;
+        }
+#endif
+        u64 taken;
+        const u32 code = detail::on_copy(storage_, [&](ss_endpoint* copy) {
+            return ss_consumer_acquire(copy, detail::native(stop), nanoseconds, &taken);
+        });
+        sequence = code == SS_OK ? taken : sequence;
+        return detail::to_status(code);
     }
     __device__ status acquire(const bus_stop_source* stop = nullptr, u64 nanoseconds = forever) {
-        detail::require(live_);
-        return detail::to_status(ss_consumer_acquire(&storage_, detail::native(stop), nanoseconds, nullptr));
+        u64 sequence;
+        return acquire(sequence, stop, nanoseconds);
     }
     /// Units this consumer acquired so far.
     __device__ u64 acquired() const {
         detail::require(live_);
-        return ss_consumer_acquired(&storage_);
+        return detail::on_copy(storage_, [](const ss_endpoint* copy) { return ss_consumer_acquired(copy); });
     }
     /// Gives the claim back now (the endpoint becomes empty).
     __device__ void reset() {
         if (live_) {
             live_ = false;
-            ss_consumer_drop(&storage_);
+            detail::on_copy(storage_, [](ss_endpoint* copy) { ss_consumer_drop(copy); });
         }
+    }
+
+  private:
+    /// Up to `polls` looks at the published count; takes the next unit once the count
+    /// passes it (the Rust `Consumer`'s protocol on the same words).
+    __device__ bool poll_inline(unsigned int polls, u64& sequence) {
+        const u64* const published =
+            *reinterpret_cast<const u64* const*>(storage_.opaque + SS_CONSUMER_PUBLISHED_OFFSET);
+        u64& taken = *reinterpret_cast<u64*>(storage_.opaque + SS_CONSUMER_TAKEN_OFFSET);
+        const u64 unit = taken;
+        for (unsigned int poll = 0; poll < polls; ++poll) {
+            u64 count;
+            asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(count) : "l"(published) : "memory");
+            if (count > unit) {
+                taken = unit + 1;
+                sequence = unit;
+                return true;
+            }
+        }
+        return false;
     }
 };
 
@@ -2563,16 +2643,18 @@ class handoff_producer {
     friend class handoff_channel;
     friend class handoff_to_host;
     friend class handoff_gpu_to_gpu;
+    __device__ handoff_producer(bool live, const ss_endpoint& storage) : live_(live) { detail::copy_endpoint(storage_, storage); }
 
   public:
     handoff_producer() = default;
-    __device__ handoff_producer(handoff_producer&& other) : storage_(other.storage_), live_(other.live_) {
+    __device__ handoff_producer(handoff_producer&& other) : live_(other.live_) {
+        detail::copy_endpoint(storage_, other.storage_);
         other.live_ = false;
     }
     __device__ handoff_producer& operator=(handoff_producer&& other) {
         if (this != &other) {
             reset();
-            storage_ = other.storage_;
+            detail::copy_endpoint(storage_, other.storage_);
             live_ = other.live_;
             other.live_ = false;
         }
@@ -2604,17 +2686,17 @@ class handoff_producer {
             return first;
         }
 #endif
-        return ss_producer_release(&storage_, n);
+        return detail::on_copy(storage_, [&](ss_endpoint* copy) { return ss_producer_release(copy, n); });
     }
     /// Units this producer released so far.
     __device__ u64 released() const {
         detail::require(live_);
-        return ss_producer_released(&storage_);
+        return detail::on_copy(storage_, [](const ss_endpoint* copy) { return ss_producer_released(copy); });
     }
     __device__ void reset() {
         if (live_) {
             live_ = false;
-            ss_producer_drop(&storage_);
+            detail::on_copy(storage_, [](ss_endpoint* copy) { ss_producer_drop(copy); });
         }
     }
 };
@@ -2641,9 +2723,9 @@ class handoff_to_gpu {
         return detail::to_status(ss_handoff_to_gpu_acquire(&storage_, detail::native(stop), nanoseconds, nullptr));
     }
     [[nodiscard]] __device__ handoff_consumer consumer() {
-        handoff_consumer endpoint;
-        endpoint.live_ = ss_handoff_to_gpu_consumer(&storage_, &endpoint.storage_) == SS_OK;
-        return endpoint;
+        ss_endpoint claimed;
+        const bool live = ss_handoff_to_gpu_consumer(&storage_, &claimed) == SS_OK;
+        return handoff_consumer(live, claimed);
     }
 
     __device__ ss_handoff_semaphore* native() { return &storage_; }
@@ -2666,9 +2748,9 @@ class handoff_to_host {
     /// Releases `n` units: returns the first one's sequence number.
     __device__ u64 release(u64 n = 1) { return ss_handoff_to_host_release(&storage_, n); }
     [[nodiscard]] __device__ handoff_producer producer() {
-        handoff_producer endpoint;
-        endpoint.live_ = ss_handoff_to_host_producer(&storage_, &endpoint.storage_) == SS_OK;
-        return endpoint;
+        ss_endpoint claimed;
+        const bool live = ss_handoff_to_host_producer(&storage_, &claimed) == SS_OK;
+        return handoff_producer(live, claimed);
     }
 
     __device__ ss_handoff_semaphore* native() { return &storage_; }
@@ -2698,14 +2780,14 @@ class handoff_gpu_to_gpu {
         return detail::to_status(ss_handoff_gpu_to_gpu_acquire(&storage_, detail::native(stop), nanoseconds, nullptr));
     }
     [[nodiscard]] __device__ handoff_consumer consumer() {
-        handoff_consumer endpoint;
-        endpoint.live_ = ss_handoff_gpu_to_gpu_consumer(&storage_, &endpoint.storage_) == SS_OK;
-        return endpoint;
+        ss_endpoint claimed;
+        const bool live = ss_handoff_gpu_to_gpu_consumer(&storage_, &claimed) == SS_OK;
+        return handoff_consumer(live, claimed);
     }
     [[nodiscard]] __device__ handoff_producer producer() {
-        handoff_producer endpoint;
-        endpoint.live_ = ss_handoff_gpu_to_gpu_producer(&storage_, &endpoint.storage_) == SS_OK;
-        return endpoint;
+        ss_endpoint claimed;
+        const bool live = ss_handoff_gpu_to_gpu_producer(&storage_, &claimed) == SS_OK;
+        return handoff_producer(live, claimed);
     }
 
     __device__ ss_handoff_semaphore* native() { return &storage_; }
@@ -2741,14 +2823,14 @@ class handoff_channel {
     __device__ u64 sent() const { return ss_handoff_channel_sent(&storage_); }
     __device__ u64 received() const { return ss_handoff_channel_received(&storage_); }
     [[nodiscard]] __device__ handoff_consumer consumer() {
-        handoff_consumer endpoint;
-        endpoint.live_ = ss_handoff_channel_consumer(&storage_, &endpoint.storage_) == SS_OK;
-        return endpoint;
+        ss_endpoint claimed;
+        const bool live = ss_handoff_channel_consumer(&storage_, &claimed) == SS_OK;
+        return handoff_consumer(live, claimed);
     }
     [[nodiscard]] __device__ handoff_producer producer() {
-        handoff_producer endpoint;
-        endpoint.live_ = ss_handoff_channel_producer(&storage_, &endpoint.storage_) == SS_OK;
-        return endpoint;
+        ss_endpoint claimed;
+        const bool live = ss_handoff_channel_producer(&storage_, &claimed) == SS_OK;
+        return handoff_producer(live, claimed);
     }
 
     __device__ ss_handoff_channel* native() { return &storage_; }

@@ -232,6 +232,18 @@ fn render() -> String {
             "SS_PRODUCER_COUNT_OFFSET",
             layout::handoff_producer::COUNT as u32,
         ),
+        (
+            "SS_CONSUMER_PUBLISHED_OFFSET",
+            layout::handoff_consumer::PUBLISHED as u32,
+        ),
+        (
+            "SS_CONSUMER_TAKEN_OFFSET",
+            layout::handoff_consumer::TAKEN as u32,
+        ),
+        (
+            "SS_CONSUMER_INLINE_POLLS",
+            layout::handoff_consumer::INLINE_POLLS,
+        ),
     ] {
         line(&format!("constexpr unsigned int {name} = {value};"));
     }

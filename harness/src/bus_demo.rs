@@ -277,7 +277,9 @@ impl<'r> RoundTrips<'r> {
             })
         }?;
         if runtime.download(&failures)? != [0] {
-            return Err(DemoError::Wrong("the ping-pong kernel timed out"));
+            return Err(DemoError::Wrong(
+                "the ping-pong kernel failed: a wait timed out or a count read back wrong",
+            ));
         }
         Ok(result)
     }

@@ -84,6 +84,21 @@ pub mod handoff_producer {
     /// The offset of the producer's cumulative count (`u64`).
     pub const COUNT: usize = 16;
 }
+/// Where a handoff `Consumer` keeps the address of the published count it polls and
+/// the units it took, in [`HANDOFF_ENDPOINT`] storage: the C++ header's
+/// `handoff_consumer` polls inline from them (sync-device's C ABI asserts both).
+pub mod handoff_consumer {
+    /// The offset of the address of the published count (a `u64` in mapped or device
+    /// memory, read with `ld.acquire.sys`).
+    pub const PUBLISHED: usize = 0;
+    /// The offset of the consumer's cumulative count of units taken (`u64`).
+    pub const TAKEN: usize = 24;
+    /// Looks at the published count the header's `acquire` takes inline before it
+    /// calls the library's wait: no more than the library's wait polls between looks
+    /// at its deadline and stop source, so a stop or a timeout is seen as late as
+    /// before by at most that many polls.
+    pub const INLINE_POLLS: u32 = 4;
+}
 /// The device library's storage for a `BusArrivalToken`.
 pub const BUS_ARRIVAL_TOKEN: Layout = Layout { size: 8, align: 8 };
 

@@ -95,6 +95,8 @@ fn compare_exchange_at<S: PtxScope>(
 
 /// Polls of a [`DeviceWait`] between looks at its deadline and stop source.
 const LIMIT_EVERY: u32 = 4;
+// The C++ header's inline polls come before this wait's first look at its limits.
+const _: () = assert!(sync_shared::layout::handoff_consumer::INLINE_POLLS <= LIMIT_EVERY);
 
 /// A GPU thread's wait for the host: polls with a capped exponential `nanosleep`
 /// backoff (at most about 1 µs between polls, so a release after a long wait is seen

@@ -440,4 +440,12 @@ const _: () = {
         "Producer's fields moved: the header's inline release reads layout::handoff_producer"
     );
 };
+const _: () = {
+    use sync_shared::layout::handoff_consumer::{PUBLISHED, TAKEN};
+    let (published, taken) = GpuConsumer::FIELD_OFFSETS;
+    assert!(
+        published == PUBLISHED && taken == TAKEN,
+        "Consumer's fields moved: the header's inline polls read layout::handoff_consumer"
+    );
+};
 sync_shared::assert_layout!(BusTokenStorage, sync_shared::layout::BUS_ARRIVAL_TOKEN);

@@ -441,11 +441,23 @@ impl<B: Side> Drop for Producer<'_, B> {
 /// a [`HandoffChannel`]: the one thread holding it acquires by polling the released
 /// count, with no read-modify-write. Dropping it hands the count back to the shared
 /// `acquire`.
+#[repr(C)] // `layout::handoff_consumer`: the C++ header polls inline from it
 pub struct Consumer<'a, B: Side> {
     released: PublishedCount<'a>,
     taken_word: &'a SideLine,
     taken: u64,
     _side: PhantomData<fn() -> B>,
+}
+
+impl<B: Side> Consumer<'static, B> {
+    /// The offsets of the published count's address and of the units taken in a
+    /// consumer, for the assertion that they are `layout::handoff_consumer`'s.
+    #[doc(hidden)]
+    pub const FIELD_OFFSETS: (usize, usize) = (
+        core::mem::offset_of!(Self, released)
+            + core::mem::offset_of!(PublishedCount<'static>, published),
+        core::mem::offset_of!(Self, taken),
+    );
 }
 
 impl<B: Side> Consumer<'_, B> {
