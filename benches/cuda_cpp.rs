@@ -4,6 +4,7 @@
 //!
 //! ```sh
 //! cargo bench --bench cuda_cpp            # or the bundle's `./bench-cuda-cpp`
+//! ./bench-cuda-cpp --handoff              # the handoff round trip only
 //! ```
 //!
 //! Without a GPU it prints "skipped: no CUDA driver". The figures in `docs/cpp.md` come
@@ -123,12 +124,15 @@ fn compare(
     Ok(())
 }
 
-fn run(rust: &Gpu, cpp: &Gpu) -> Result<(), Error> {
+fn run(rust: &Gpu, cpp: &Gpu, handoff_only: bool) -> Result<(), Error> {
     let sms = rust.sm_count()?;
     println!(
         "GPU: {}; ns per phase, best of {ROUNDS} launches taken alternately; (ratio to the first)",
         rust.name()?
     );
+    if handoff_only {
+        return handoff_round_trips(rust, cpp);
+    }
     for block in [128, 1024] {
         let iterations = 5_000;
         let timers: Vec<(&str, Timer<'_>)> = vec![
@@ -295,6 +299,8 @@ fn handoff_round_trips(rust: &Gpu, cpp: &Gpu) -> Result<(), Error> {
 }
 
 fn main() -> std::process::ExitCode {
+    // `cargo bench` passes `--bench`; `--handoff` picks the handoff round trip alone.
+    let handoff_only = std::env::args().any(|arg| arg == "--handoff");
     let rust = match Gpu::open() {
         Ok(gpu) => gpu,
         Err(CudaError::NoDriver) => {
@@ -313,7 +319,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::FAILURE;
         }
     };
-    match run(&rust, &cpp) {
+    match run(&rust, &cpp, handoff_only) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("cuda_cpp: {error}");
