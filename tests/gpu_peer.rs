@@ -3,6 +3,8 @@
 //!
 //! They need two GPUs: on a machine without a CUDA driver every test prints "skipped:
 //! no CUDA driver" and passes, with one GPU "skipped: fewer than two GPUs". The
+//! placement, `MultiGrid` and abort tests take every GPU of the machine (`every_gpu`);
+//! the latch, system barrier and handoff tests GPUs 0 and 1. The
 //! refusal of a link without native peer atomics is also tested without GPUs
 //! (`sync-host/src/cuda/peer.rs`, forced through `PeerLink::admits`).
 //!
@@ -16,7 +18,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::hang_guard;
-use common::peer::{launch_on_both, multi_grid_phases, system_barrier_phases, two_gpus};
+use common::peer::{every_gpu, launch_on_both, multi_grid_phases, system_barrier_phases, two_gpus};
 use harness::Gpu;
 use scoped_sync::cuda::{
     HostPartyError, KernelArgs, LaunchConfig, MultiGrid, PeerLink, PlacementError,
@@ -25,10 +27,15 @@ use scoped_sync::{BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
 
 #[test]
 fn placement_follows_the_peer_attributes_of_every_pair() {
-    let Some((gpu0, gpu1)) = two_gpus() else {
+    let Some(gpus) = every_gpu() else {
         return;
     };
-    for (user, owner) in [(&gpu0, &gpu1), (&gpu1, &gpu0)] {
+    let pairs = gpus.iter().flat_map(|user| {
+        gpus.iter()
+            .filter(move |owner| owner.ordinal() != user.ordinal())
+            .map(move |owner| (user, owner))
+    });
+    for (user, owner) in pairs {
         let link: PeerLink = user.peer_link(owner).unwrap();
         eprintln!("{link:?}");
         let placed = owner.place_for_peers(&Latch::new(1), &[user]);
@@ -102,15 +109,19 @@ fn a_system_barrier_in_peer_memory_runs_100000_phases_with_a_cross_gpu_neighbour
 
 #[test]
 fn a_multi_grid_barrier_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
-    let Some((gpu0, gpu1)) = two_gpus() else {
+    let Some(gpus) = every_gpu() else {
         return;
     };
-    let blocks = gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap());
+    let gpus: Vec<&Gpu> = gpus.iter().collect();
+    let blocks = smallest_sm_count(&gpus);
     for threads in [128, 1024] {
-        let fit = [&gpu0, &gpu1].map(|gpu| {
-            let kernel = gpu.kernel("multi_grid_phases").unwrap();
-            kernel.max_coresident_blocks(threads).unwrap()
-        });
+        let fit: Vec<u32> = gpus
+            .iter()
+            .map(|gpu| {
+                let kernel = gpu.kernel("multi_grid_phases").unwrap();
+                kernel.max_coresident_blocks(threads).unwrap()
+            })
+            .collect();
         if fit.iter().any(|&fit| fit < blocks) {
             common::skip(&format!(
                 "{blocks} blocks of {threads} threads per GPU: {fit:?} fit at once"
@@ -125,11 +136,14 @@ fn a_multi_grid_barrier_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
             100_000
         };
         let (counts, elapsed) =
-            multi_grid_phases(&[&gpu0, &gpu1], (blocks, threads), &[phases; 2], 10_000);
-        eprintln!("{blocks} × {threads} per GPU, {phases} phases: {elapsed:?}");
+            multi_grid_phases(&gpus, (blocks, threads), &vec![phases; gpus.len()], 10_000);
+        eprintln!(
+            "{blocks} × {threads} per GPU on {} GPUs, {phases} phases: {elapsed:?}",
+            gpus.len()
+        );
         assert_eq!(
             counts,
-            [[0, 0]; 2],
+            vec![[0, 0]; gpus.len()],
             "{blocks} × {threads}: (stale neighbour slots, timed-out phases) per GPU"
         );
     }
@@ -171,48 +185,61 @@ fn a_multi_grid_barrier_of_one_gpu_runs_10000_phases_at_128_and_1024_threads() {
 
 #[test]
 fn a_gpu_that_never_arrives_ends_the_others_wait_with_an_error_within_a_second() {
-    let Some((gpu0, gpu1)) = two_gpus() else {
+    let Some(gpus) = every_gpu() else {
         return;
     };
-    let (blocks, threads) = (gpu0.sm_count().unwrap(), 128);
-    // Load both modules first, so the timing below is the barrier's.
-    for gpu in [&gpu0, &gpu1] {
+    let gpus: Vec<&Gpu> = gpus.iter().collect();
+    let (blocks, threads) = (smallest_sm_count(&gpus), 128);
+    // Load every module first, so the timing below is the barrier's.
+    for gpu in &gpus {
         gpu.kernel("multi_grid_phases").unwrap();
     }
-    // GPU 1 runs no phase: its kernel ends without arriving.
-    let (counts, elapsed) = multi_grid_phases(&[&gpu0, &gpu1], (blocks, threads), &[1, 0], 300);
+    // The last GPU runs no phase: its kernel ends without arriving.
+    let mut phases = vec![1; gpus.len()];
+    *phases.last_mut().unwrap() = 0;
+    let (counts, elapsed) = multi_grid_phases(&gpus, (blocks, threads), &phases, 300);
+    let mut expected = vec![[0, blocks * threads]; gpus.len()];
+    *expected.last_mut().unwrap() = [0, 0];
     assert_eq!(
-        counts,
-        [[0, blocks * threads], [0, 0]],
-        "(stale neighbour slots, timed-out phases) per GPU: every thread of GPU 0 times out"
+        counts, expected,
+        "(stale neighbour slots, timed-out phases) per GPU: every thread of the GPUs that \
+         arrived times out"
     );
     // Under compute-sanitizer launches and kernels run a hundredfold slower.
     if common::under_compute_sanitizer().is_none() {
         assert!(
             elapsed < std::time::Duration::from_secs(1),
-            "GPU 0's threads gave up after {elapsed:?}, not within 1 s"
+            "the waiting GPUs' threads gave up after {elapsed:?}, not within 1 s"
         );
     }
 }
 
+/// The blocks per GPU a cooperative grid of every GPU in `gpus` can have.
+fn smallest_sm_count(gpus: &[&Gpu]) -> u32 {
+    gpus.iter()
+        .map(|gpu| gpu.sm_count().unwrap())
+        .min()
+        .unwrap()
+}
+
 #[test]
 fn an_abort_on_one_gpu_ends_the_phase_on_both_with_broken() {
-    if let Some((gpu0, gpu1)) = two_gpus() {
-        abort_after_phases(&[&gpu0, &gpu1], Abort::ByGpu0);
+    if let Some(gpus) = every_gpu() {
+        abort_after_phases(&gpus.iter().collect::<Vec<_>>(), Abort::ByGpu0);
     }
 }
 
 #[test]
 fn an_abort_on_a_gpu_ends_a_host_partys_wait_with_broken() {
-    if let Some((gpu0, gpu1)) = two_gpus() {
-        abort_after_phases(&[&gpu0, &gpu1], Abort::ByGpu0WithHostParty);
+    if let Some(gpus) = every_gpu() {
+        abort_after_phases(&gpus.iter().collect::<Vec<_>>(), Abort::ByGpu0WithHostParty);
     }
 }
 
 #[test]
 fn an_abort_by_a_host_party_ends_the_phase_on_both_gpus_with_broken() {
-    if let Some((gpu0, gpu1)) = two_gpus() {
-        abort_after_phases(&[&gpu0, &gpu1], Abort::ByHostParty);
+    if let Some(gpus) = every_gpu() {
+        abort_after_phases(&gpus.iter().collect::<Vec<_>>(), Abort::ByHostParty);
     }
 }
 
@@ -419,20 +446,27 @@ fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum
 
 #[test]
 fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
-    let Some((gpu0, gpu1)) = two_gpus() else {
+    let Some(gpus) = every_gpu() else {
         return;
     };
-    let (blocks, threads) = (gpu0.sm_count().unwrap().min(gpu1.sm_count().unwrap()), 128);
+    let gpus: Vec<&Gpu> = gpus.iter().collect();
+    let (blocks, threads) = (smallest_sm_count(&gpus), 128);
     const PHASES: u32 = 10_000;
-    let mut barrier = MultiGrid::with_host_parties(&[&*gpu0, &*gpu1], 1).unwrap();
-    let gpus = [&gpu0, &gpu1];
-    let kernels = gpus.map(|gpu| gpu.kernel("multi_grid_host_phases").unwrap());
+    let runtimes: Vec<_> = gpus.iter().map(|gpu| &***gpu).collect();
+    let mut barrier = MultiGrid::with_host_parties(&runtimes, 1).unwrap();
+    let kernels: Vec<_> = gpus
+        .iter()
+        .map(|gpu| gpu.kernel("multi_grid_host_phases").unwrap())
+        .collect();
     // Mapped host memory every GPU reaches (portable): the host's slot pair and one
     // pair per GPU.
-    let host_slot = gpu0.mapped(2).unwrap();
-    let gpu_slots = gpu0.mapped(4).unwrap();
-    let counts = gpus.map(|gpu| gpu.zeros::<u32>(2).unwrap());
-    let args = (0..2)
+    let host_slot = gpus[0].mapped(2).unwrap();
+    let gpu_slots = gpus[0].mapped(2 * gpus.len()).unwrap();
+    let counts: Vec<_> = gpus
+        .iter()
+        .map(|gpu| gpu.zeros::<u32>(2).unwrap())
+        .collect();
+    let args = (0..gpus.len())
         .map(|i| {
             let counts = gpus[i].address(&counts[i]);
             KernelArgs::new()
@@ -447,11 +481,11 @@ fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
     let started = std::time::Instant::now();
     let stale = hang_guard("a host party at a MultiGrid barrier", 300, || {
         // SAFETY: `multi_grid_host_phases(MultiGrid, host_slot, gpu_slots, phases,
-        // timeout_ms, failures, timeouts)` on both GPUs, the same grid; the slots and
+        // timeout_ms, failures, timeouts)` on every GPU, the same grid; the slots and
         // counts outlive the kernels; the party arrives once per phase.
         let results = unsafe {
             barrier.launch_with_host_parties(
-                &[&kernels[0], &kernels[1]],
+                &kernels.iter().collect::<Vec<_>>(),
                 LaunchConfig::new(blocks, threads),
                 args,
                 |mut party| {
@@ -462,7 +496,7 @@ fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
                         if party.arrive_and_wait(Duration::from_secs(10)).is_err() {
                             return Err(phase);
                         }
-                        for gpu in 0..2 {
+                        for gpu in 0..gpus.len() {
                             if gpu_slots.read(2 * gpu + parity) != phase {
                                 stale += 1;
                             }
@@ -473,13 +507,16 @@ fn a_host_thread_takes_part_in_a_multi_grid_barrier_for_10000_phases() {
             )
         }
         .unwrap();
-        for gpu in gpus {
+        for gpu in &gpus {
             gpu.synchronize().unwrap();
         }
         results
     });
     let elapsed = started.elapsed();
-    eprintln!("{blocks} × {threads} per GPU and one host thread, {PHASES} phases: {elapsed:?}");
+    eprintln!(
+        "{blocks} × {threads} per GPU on {} GPUs and one host thread, {PHASES} phases: {elapsed:?}",
+        gpus.len()
+    );
     assert_eq!(
         stale,
         [Ok(0)],

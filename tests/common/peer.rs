@@ -25,6 +25,16 @@ pub fn two_gpus() -> Option<(Gpu, Gpu)> {
     Some((first, second))
 }
 
+/// Every GPU of the machine, in ordinal order, when there are two or more (else it
+/// prints why it skips): the tests that take any number of GPUs run on all of them.
+pub fn every_gpu() -> Option<Vec<Gpu>> {
+    let (first, second) = two_gpus()?;
+    let count = scoped_sync::cuda::Runtime::device_count().unwrap();
+    let mut gpus = vec![first, second];
+    gpus.extend((2..count).map(|ordinal| Gpu::open_ordinal(ordinal).unwrap()));
+    Some(gpus)
+}
+
 /// Launches `name` on each GPU with its arguments, each from a thread of its own, and
 /// waits for both kernels.
 ///
