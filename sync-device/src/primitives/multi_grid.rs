@@ -10,7 +10,9 @@ use sync_shared::{Backend, Device, Ordering, System};
 use crate::backend::gpu::{GlobalTime, Gpu};
 use crate::primitives::block_barrier::{sync_block, sync_block_any};
 use crate::ptx::atomics::PtxScope;
-use crate::ptx::geometry::{block_count, block_index, block_size, thread_in_block};
+use crate::ptx::geometry::{
+    block_count, block_index, block_size, is_block_leader, thread_in_block,
+};
 use crate::ptx::global_atomics;
 use crate::ptx::warp::{self, broadcast, broadcast_u64, lane, WARP_LANES};
 
@@ -217,7 +219,7 @@ impl MultiGrid {
         self.arrived = 1;
         self.phase = self.phase.wrapping_add(1);
         sync_block();
-        if thread_in_block() == 0 && self.broken == 0 {
+        if is_block_leader() && self.broken == 0 {
             self.add_arrival(self.phase);
         }
         MultiGridToken { phase: self.phase }
@@ -347,6 +349,14 @@ impl MultiGrid {
         let outcome = loop {
             // SAFETY: this GPU's live counter, in its device memory.
             let seen = broadcast_u64(lanes, unsafe { global_atomics::load_relaxed_sys(own) }, 0);
+            // The common case first, in as few instructions as possible between the
+            // poll that sees the phase complete and the block's vote (each is latency
+            // on every phase's critical path): complete, unbroken (a poisoned count
+            // passes the comparison too), no host parties.
+            if seen >= target && seen & POISONED == 0 && self.host_parties == 0 {
+                System::fence(Ordering::Acquire);
+                return Ok(());
+            }
             let spared = seen & POISONED == 0
                 || match break_reaching(lanes, own, phase) {
                     Break::Reaches => break Outcome::Failed(MultiGridError::Broken),
