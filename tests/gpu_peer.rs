@@ -3,8 +3,9 @@
 //!
 //! They need two GPUs: on a machine without a CUDA driver every test prints "skipped:
 //! no CUDA driver" and passes, with one GPU "skipped: fewer than two GPUs". The
-//! placement, `MultiGrid` and abort tests take every GPU of the machine (`every_gpu`);
-//! the latch, system barrier and handoff tests GPUs 0 and 1. The
+//! placement, `MultiGrid`, abort and ring-of-handoffs tests take every GPU of the
+//! machine (`every_gpu`); the latch, system barrier and pairwise handoff tests GPUs 0
+//! and 1. The
 //! refusal of a link without native peer atomics is also tested without GPUs
 //! (`sync-host/src/cuda/peer.rs`, forced through `PeerLink::admits`).
 //!
@@ -20,8 +21,9 @@ use std::time::Duration;
 use common::hang_guard;
 use common::peer::{every_gpu, launch_on_both, multi_grid_phases, system_barrier_phases, two_gpus};
 use harness::Gpu;
+use scoped_sync::cuda::cudarc::driver::CudaSlice;
 use scoped_sync::cuda::{
-    HostPartyError, KernelArgs, LaunchConfig, MultiGrid, PeerLink, PlacementError,
+    HostPartyError, KernelArgs, LaunchConfig, MultiGrid, PeerLink, PeerMemory, PlacementError,
 };
 use scoped_sync::{BusStopSource, GpuToGpu, HandoffSemaphore, Latch};
 
@@ -376,51 +378,104 @@ fn handoff_payload(k: u64) -> u64 {
     k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
 }
 
-#[test]
-fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum() {
-    let Some((gpu0, gpu1)) = two_gpus() else {
-        return;
-    };
-    const UNITS: u64 = 1_000_000;
-    const RING: u64 = 64;
-    // The work semaphore and the slots in the consumer's (GPU 1's) memory, the credits
-    // in the producer's: every poll is local, every release one store across.
-    let work = gpu1
-        .place_for_peers(&HandoffSemaphore::<GpuToGpu>::new(0), &[&gpu0])
-        .unwrap();
-    let credits = gpu0
-        .place_for_peers(&HandoffSemaphore::<GpuToGpu>::new(RING), &[&gpu1])
-        .unwrap();
-    let stop = gpu0
-        .place_for_peers(&BusStopSource::new(), &[&gpu1])
-        .unwrap();
-    let slots = gpu1.zeros_for_peers(2 * RING as usize, &[&gpu0]).unwrap();
-    let failures = gpu0.zeros::<u32>(1).unwrap();
-    let result = gpu1.zeros::<u64>(3).unwrap();
-    let started = std::time::Instant::now();
-    hang_guard("a handoff between two GPUs", 300, || {
+/// Slots of a handoff link's payload ring (`peer_handoff_produce`'s `RING`).
+const HANDOFF_RING: u64 = 64;
+
+/// One handoff link: units from one thread of `producer` to one thread of `consumer`
+/// through a ring of [`HANDOFF_RING`] payload slots. The work semaphore and the slots
+/// sit in the consumer's memory, the credits in the producer's: every poll is local,
+/// every release one store across.
+struct HandoffLink<'a> {
+    producer: &'a Gpu,
+    consumer: &'a Gpu,
+    work: PeerMemory,
+    credits: PeerMemory,
+    stop: PeerMemory,
+    slots: PeerMemory,
+    failures: CudaSlice<u32>,
+    result: CudaSlice<u64>,
+}
+
+impl<'a> HandoffLink<'a> {
+    fn new(producer: &'a Gpu, consumer: &'a Gpu) -> Self {
+        let work = consumer
+            .place_for_peers(&HandoffSemaphore::<GpuToGpu>::new(0), &[producer])
+            .unwrap();
+        let credits = producer
+            .place_for_peers(
+                &HandoffSemaphore::<GpuToGpu>::new(HANDOFF_RING),
+                &[consumer],
+            )
+            .unwrap();
+        let stop = producer
+            .place_for_peers(&BusStopSource::new(), &[consumer])
+            .unwrap();
+        let slots = consumer
+            .zeros_for_peers(2 * HANDOFF_RING as usize, &[producer])
+            .unwrap();
+        Self {
+            producer,
+            consumer,
+            work,
+            credits,
+            stop,
+            slots,
+            failures: producer.zeros::<u32>(1).unwrap(),
+            result: consumer.zeros::<u64>(3).unwrap(),
+        }
+    }
+
+    /// The count, checksum and order of `units` units, and the producer's waits.
+    fn check(&self, units: u64) {
+        let expected = (0..units).fold(0u64, |sum, k| sum.wrapping_add(handoff_payload(k)));
+        let (from, to) = (self.producer.ordinal(), self.consumer.ordinal());
+        assert_eq!(
+            self.producer.download(&self.failures).unwrap(),
+            [0],
+            "GPU {from} → GPU {to}: producer waits that failed"
+        );
+        let result = self.consumer.download(&self.result).unwrap();
+        assert_eq!(
+            (result[0], result[1], result[2]),
+            (units, expected, 0),
+            "GPU {from} → GPU {to}: consumer (units, checksum, out-of-order units or failed waits)"
+        );
+    }
+}
+
+impl HandoffLink<'_> {
+    /// `peer_handoff_produce`'s arguments for this link: `units` units.
+    fn producer_args(&self, units: u64) -> KernelArgs<'_> {
+        KernelArgs::new()
+            .arg(&self.work)
+            .arg(&self.credits)
+            .arg(&self.slots)
+            .arg(units)
+            .arg(&self.stop)
+            .arg(&self.failures)
+    }
+
+    /// `peer_handoff_consume`'s arguments for this link.
+    fn consumer_args(&self) -> KernelArgs<'_> {
+        KernelArgs::new()
+            .arg(&self.work)
+            .arg(&self.credits)
+            .arg(&self.slots)
+            .arg(&self.stop)
+            .arg(&self.result)
+    }
+}
+
+/// Launches each `(gpu, kernel, arguments, threads)` in one block from a thread of its
+/// own, on the GPU's default stream, and waits for all.
+fn launch_each(what: &str, launches: Vec<(&Gpu, &str, KernelArgs<'_>, u32)>) {
+    hang_guard(what, 300, || {
         std::thread::scope(|s| {
-            let producer = KernelArgs::new()
-                .arg(&work)
-                .arg(&credits)
-                .arg(&slots)
-                .arg(UNITS)
-                .arg(&stop)
-                .arg(&failures);
-            let consumer = KernelArgs::new()
-                .arg(&work)
-                .arg(&credits)
-                .arg(&slots)
-                .arg(&stop)
-                .arg(&result);
-            for (gpu, name, args) in [
-                (&gpu0, "peer_handoff_produce", producer),
-                (&gpu1, "peer_handoff_consume", consumer),
-            ] {
+            for (gpu, name, args, threads) in launches {
                 s.spawn(move || {
                     let kernel = gpu.kernel(name).unwrap();
                     let stream = gpu.default_stream();
-                    let config = LaunchConfig::new(1, 32).on(&stream);
+                    let config = LaunchConfig::new(1, threads).on(&stream);
                     // SAFETY: the kernels' signatures; every object outlives them.
                     unsafe { kernel.launch(config, args) }.unwrap();
                     stream.synchronize().unwrap();
@@ -428,20 +483,76 @@ fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum
             }
         });
     });
-    let elapsed = started.elapsed();
-    let expected = (0..UNITS).fold(0u64, |sum, k| sum.wrapping_add(handoff_payload(k)));
-    let result = gpu1.download(&result).unwrap();
-    eprintln!("{UNITS} units GPU 0 → GPU 1 through a ring of {RING}: {elapsed:?}");
-    assert_eq!(
-        gpu0.download(&failures).unwrap(),
-        [0],
-        "producer waits that failed"
+}
+
+#[test]
+fn a_handoff_from_one_gpu_to_another_moves_1000000_units_with_count_and_checksum() {
+    let Some((gpu0, gpu1)) = two_gpus() else {
+        return;
+    };
+    const UNITS: u64 = 1_000_000;
+    let link = HandoffLink::new(&gpu0, &gpu1);
+    let started = std::time::Instant::now();
+    launch_each(
+        "a handoff between two GPUs",
+        vec![
+            (&gpu0, "peer_handoff_produce", link.producer_args(UNITS), 32),
+            (&gpu1, "peer_handoff_consume", link.consumer_args(), 32),
+        ],
     );
-    assert_eq!(
-        (result[0], result[1], result[2]),
-        (UNITS, expected, 0),
-        "consumer: (units, checksum, out-of-order units or failed waits)"
+    eprintln!(
+        "{UNITS} units GPU 0 → GPU 1 through a ring of {HANDOFF_RING}: {:?}",
+        started.elapsed()
     );
+    link.check(UNITS);
+}
+
+#[test]
+fn handoffs_around_a_ring_of_every_gpu_move_their_units_at_once() {
+    let Some(gpus) = every_gpu() else {
+        return;
+    };
+    // Under a compute sanitizer, which runs kernels a hundredfold slower, 10 000.
+    let units: u64 = if common::under_compute_sanitizer().is_some() {
+        10_000
+    } else {
+        200_000
+    };
+    // Link i hands units from GPU i to GPU i + 1 (the last to GPU 0), every link at
+    // once: each GPU's one kernel consumes on the link before it and produces on its
+    // own (`peer_handoff_relay`, two warps).
+    let count = gpus.len();
+    let links: Vec<_> = (0..count)
+        .map(|i| HandoffLink::new(&gpus[i], &gpus[(i + 1) % count]))
+        .collect();
+    let launches = (0..count)
+        .map(|i| {
+            let (incoming, outgoing) = (&links[(i + count - 1) % count], &links[i]);
+            let args = KernelArgs::new()
+                .arg(&incoming.work)
+                .arg(&incoming.credits)
+                .arg(&incoming.slots)
+                .arg(&incoming.stop)
+                .arg(&incoming.result)
+                .arg(&outgoing.work)
+                .arg(&outgoing.credits)
+                .arg(&outgoing.slots)
+                .arg(units)
+                .arg(&outgoing.stop)
+                .arg(&outgoing.failures);
+            (&gpus[i], "peer_handoff_relay", args, 64)
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    launch_each("a ring of handoffs", launches);
+    eprintln!(
+        "{units} units on each of {} links of a ring: {:?}",
+        links.len(),
+        started.elapsed()
+    );
+    for link in &links {
+        link.check(units);
+    }
 }
 
 #[test]

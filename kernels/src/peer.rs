@@ -266,9 +266,81 @@ pub unsafe extern "gpu-kernel" fn peer_handoff_produce(
     stop: *const BusStopSource,
     failures: *mut u32,
 ) {
-    if global_thread_index() != 0 {
-        return;
+    if global_thread_index() == 0 {
+        // SAFETY: the caller's contract.
+        unsafe { produce(work, credits, slots, units, stop, failures) };
     }
+}
+
+/// The consuming GPU's end of a cross-GPU handoff, in thread 0: acquires units from
+/// `work` until a stop request on `stop` (then takes what is left), adds each unit's
+/// payload into `result[1]` (wrapping) and counts units in `result[0]`, handing each
+/// slot back on `credits`; counts in `result[2]` a unit whose sequence number is out of
+/// order and a wait that ended otherwise.
+///
+/// # Safety
+///
+/// As [`peer_handoff_produce`]; `result` holds three live words of this GPU.
+#[no_mangle]
+pub unsafe extern "gpu-kernel" fn peer_handoff_consume(
+    work: *const HandoffSemaphore<GpuToGpu>,
+    credits: *const HandoffSemaphore<GpuToGpu>,
+    slots: *const u64,
+    stop: *const BusStopSource,
+    result: *mut u64,
+) {
+    if global_thread_index() == 0 {
+        // SAFETY: the caller's contract.
+        unsafe { consume(work, credits, slots, stop, result) };
+    }
+}
+
+/// One GPU of a ring of handoffs: thread 0 consumes from the previous GPU (the first
+/// five parameters, as [`peer_handoff_consume`]'s) while thread 32, in another warp,
+/// produces `units` units for the next (the last six, as [`peer_handoff_produce`]'s).
+/// One kernel per GPU, so that the ring needs no two kernels of one GPU to run at once.
+///
+/// # Safety
+///
+/// As [`peer_handoff_consume`] for the incoming link and [`peer_handoff_produce`] for
+/// the outgoing one; a block of at least 33 threads.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "gpu-kernel" fn peer_handoff_relay(
+    in_work: *const HandoffSemaphore<GpuToGpu>,
+    in_credits: *const HandoffSemaphore<GpuToGpu>,
+    in_slots: *const u64,
+    in_stop: *const BusStopSource,
+    result: *mut u64,
+    out_work: *const HandoffSemaphore<GpuToGpu>,
+    out_credits: *const HandoffSemaphore<GpuToGpu>,
+    out_slots: *mut u64,
+    units: u64,
+    out_stop: *const BusStopSource,
+    failures: *mut u32,
+) {
+    match global_thread_index() {
+        // SAFETY: the caller's contract.
+        0 => unsafe { consume(in_work, in_credits, in_slots, in_stop, result) },
+        // SAFETY: the caller's contract.
+        32 => unsafe { produce(out_work, out_credits, out_slots, units, out_stop, failures) },
+        _ => {}
+    }
+}
+
+/// [`peer_handoff_produce`]'s work, in the calling thread.
+///
+/// # Safety
+///
+/// As [`peer_handoff_produce`].
+unsafe fn produce(
+    work: *const HandoffSemaphore<GpuToGpu>,
+    credits: *const HandoffSemaphore<GpuToGpu>,
+    slots: *mut u64,
+    units: u64,
+    stop: *const BusStopSource,
+    failures: *mut u32,
+) {
     // SAFETY: the caller's contract.
     let (work, credits, stop) = unsafe { (&*work, &*credits, &*stop) };
     let (Some(mut out), Some(mut back)) = (work.producer(), credits.consumer()) else {
@@ -294,26 +366,18 @@ pub unsafe extern "gpu-kernel" fn peer_handoff_produce(
     stop.request_stop();
 }
 
-/// The consuming GPU's end of a cross-GPU handoff, in thread 0: acquires units from
-/// `work` until a stop request on `stop` (then takes what is left), adds each unit's
-/// payload into `result[1]` (wrapping) and counts units in `result[0]`, handing each
-/// slot back on `credits`; counts in `result[2]` a unit whose sequence number is out of
-/// order and a wait that ended otherwise.
+/// [`peer_handoff_consume`]'s work, in the calling thread.
 ///
 /// # Safety
 ///
-/// As [`peer_handoff_produce`]; `result` holds three live words of this GPU.
-#[no_mangle]
-pub unsafe extern "gpu-kernel" fn peer_handoff_consume(
+/// As [`peer_handoff_consume`].
+unsafe fn consume(
     work: *const HandoffSemaphore<GpuToGpu>,
     credits: *const HandoffSemaphore<GpuToGpu>,
     slots: *const u64,
     stop: *const BusStopSource,
     result: *mut u64,
 ) {
-    if global_thread_index() != 0 {
-        return;
-    }
     // SAFETY: the caller's contract.
     let (work, credits, stop) = unsafe { (&*work, &*credits, &*stop) };
     let (Some(mut inbox), Some(mut back)) = (work.consumer(), credits.producer()) else {
