@@ -1,14 +1,16 @@
-// NCCL's device-API barrier (`ncclLsaBarrierSession`, NCCL >= 2.28) on GPUs 0 and 1, the
-// anchor the multi-GPU issue names beside scoped-sync's `MultiGrid`. One process, one host
-// thread per GPU (each its own rank of one communicator), a device communicator with one
-// LSA barrier per block, and three kernels of the same shape as `scoped-sync --multi-gpu`
-// (132 blocks of 128 or 1024 threads per GPU):
-//  - "NCCL LSA barrier per block": every block syncs with the block of the same index on
-//    the peer (NCCL's idiom: `index = blockIdx.x`). It orders block b of GPU 0 with block b
-//    of GPU 1 only: NOT a barrier of the whole grids, shown as the floor of NCCL's
-//    mechanism (one release fence, one relaxed store to the peer's inbox, a local poll);
+// NCCL's device-API barrier (`ncclLsaBarrierSession`, NCCL >= 2.28) on GPUs 0..N-1 (N
+// from the command line, 2 unless given), the anchor the multi-GPU issue names beside
+// scoped-sync's `MultiGrid`. One process, one host thread per GPU (each its own rank of
+// one communicator), a device communicator with one LSA barrier per block, and three
+// kernels of the same shape as `scoped-sync --multi-gpu` (132 blocks of 128 or 1024
+// threads per GPU):
+//  - "NCCL LSA barrier per block": every block syncs with the blocks of the same index on
+//    the peers (NCCL's idiom: `index = blockIdx.x`). It orders block b of each GPU with
+//    block b of the others only: NOT a barrier of the whole grids, shown as the floor of
+//    NCCL's mechanism (one release fence, a relaxed store to each peer's inbox, local
+//    polls);
 //  - "NCCL LSA per block + grid.sync": the same, then cooperative groups' grid sync on
-//    each GPU. That is a barrier of every block of both GPUs (block x of GPU 0 is ordered
+//    each GPU. That is a barrier of every block of every GPU (block x of GPU 0 is ordered
 //    before block x of GPU 1 by the LSA barrier, and before every block of GPU 1 by GPU
 //    1's grid sync), the semantics of `MultiGrid::sync`;
 //  - "grid.sync + NCCL LSA (block 0) + grid.sync": the textbook composition (each GPU
@@ -18,7 +20,8 @@
 // Build (NCCL's headers and library from the `nvidia-nccl-cu12`/`-cu13` wheel or a system
 // install; `scripts/gpu-multi-compare.sh` finds them):
 //   nvcc -O3 -std=c++20 -arch=sm_90 -I$NCCL/include nccl_barriers.cu -L$NCCL/lib -l:libnccl.so.2
-// Prints "skipped: ..." and exits 0 with fewer than two GPUs or without device-API support.
+// Run: ./nccl_barriers [GPUS]. Prints "skipped: ..." and exits 0 with fewer GPUs than asked
+// or without device-API support.
 // Times come from %globaltimer in thread 0 of block 0 on GPU 0 (phase 2 to the last), best
 // of a few launches, as in multi_gpu_baselines.cu.
 #include <cooperative_groups.h>
@@ -126,8 +129,8 @@ struct Rank {
         ncclDevCommRequirements_t requirements = {};
 #endif
         requirements.lsaBarrierCount = blocks;
-        // Both ranks are GPUs of one kind on one machine: ncclDevCommCreate (a
-        // collective) fails on both (no symmetric memory, no device API) or on neither.
+        // The ranks are GPUs of one kind on one machine: ncclDevCommCreate (a
+        // collective) fails on all (no symmetric memory, no device API) or on none.
         ncclResult_t created = ncclDevCommCreate(comm, &requirements, &dev_comm);
         supported = created == ncclSuccess;
         if (!supported) {
@@ -163,11 +166,17 @@ struct Rank {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+    constexpr int MAX_RANKS = 8;
+    const int count = argc > 1 ? std::atoi(argv[1]) : 2;
+    if (count < 2 || count > MAX_RANKS) {
+        std::fprintf(stderr, "usage: nccl_barriers [GPUS], GPUS from 2 to %d\n", MAX_RANKS);
+        return 2;
+    }
     int gpus = 0;
     check_cuda(cudaGetDeviceCount(&gpus), "count GPUs");
-    if (gpus < 2) {
-        std::printf("skipped: fewer than two GPUs\n");
+    if (gpus < count) {
+        std::printf("skipped: fewer than %d GPUs (%d here)\n", count, gpus);
         return 0;
     }
     int version = 0;
@@ -176,29 +185,30 @@ int main() {
     check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "SM count");
     ncclUniqueId id;
     check_nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-    Rank ranks[2];
-    {
-        std::thread threads[2];
-        for (int r = 0; r < 2; ++r) {
-            ranks[r].gpu = r;
-            threads[r] = std::thread([&, r] { ranks[r].init(id, 2, sms); });
-        }
-        for (auto &thread : threads) thread.join();
-    }
-    if (!ranks[0].supported || !ranks[1].supported) {
+    Rank ranks[MAX_RANKS];
+    // One host thread per rank, joined before `each` returns.
+    auto each = [&](auto &&body) {
+        std::thread threads[MAX_RANKS];
+        for (int r = 0; r < count; ++r) threads[r] = std::thread([&, r] { body(r); });
+        for (int r = 0; r < count; ++r) threads[r].join();
+    };
+    each([&](int r) {
+        ranks[r].gpu = r;
+        ranks[r].init(id, count, sms);
+    });
+    bool supported = true;
+    for (int r = 0; r < count; ++r) supported = supported && ranks[r].supported;
+    if (!supported) {
         std::printf("skipped: NCCL %d could not create a device communicator on these GPUs\n", version);
     } else {
         std::printf("nccl   version %d\n", version);
+        std::printf("gpus   %d\n", count);
         for (int threads : {128, 1024}) {
             for (int shape = 0; shape < SHAPES; ++shape) {
                 double best = 1e30;
                 for (int round = 0; round < ROUNDS; ++round) {
-                    unsigned long long ns[2] = {0, 0};
-                    std::thread workers[2];
-                    for (int r = 0; r < 2; ++r) {
-                        workers[r] = std::thread([&, r] { ns[r] = ranks[r].run(shape, sms, threads); });
-                    }
-                    for (auto &worker : workers) worker.join();
+                    unsigned long long ns[MAX_RANKS] = {};
+                    each([&](int r) { ns[r] = ranks[r].run(shape, sms, threads); });
                     double per_phase = double(ns[0]) / (ITERATIONS - 1);
                     if (per_phase < best) best = per_phase;
                 }
@@ -207,8 +217,6 @@ int main() {
             }
         }
     }
-    std::thread finishers[2];
-    for (int r = 0; r < 2; ++r) finishers[r] = std::thread([&, r] { ranks[r].finish(); });
-    for (auto &finisher : finishers) finisher.join();
+    each([&](int r) { ranks[r].finish(); });
     return 0;
 }

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# On a GPU host with two GPUs: builds multi_gpu_baselines.cu (baselines/ in the
+# On a GPU host with two GPUs or more: builds multi_gpu_baselines.cu (baselines/ in the
 # repository) with nvcc and runs it beside `scoped-sync --multi-gpu`, alternating, in
-# one invocation; prints each of our figures beside the CUDA C++ ones of the same shape
-# (best of the rounds) with the ratios ours / CUDA C++ and the issue's targets.
+# one invocation, the barriers on GPUS GPUs (2 unless given); prints each of our figures
+# beside the CUDA C++ ones of the same shape (best of the rounds) with the ratios ours /
+# CUDA C++ and the issue's targets for that many GPUs.
 # Where NCCL >= 2.28 is installed (NCCL_HOME, else the `nvidia-nccl` wheel of this
 # python3, as PyTorch installs it), nccl_barriers.cu joins the rounds: NCCL's
 # device-API barrier in the same shapes; without it, a line says why it is left out.
 #
-#   bash multi-compare.sh [ROUNDS]     # inside the bundle of scripts/gpu-bundle.sh
+#   bash multi-compare.sh [ROUNDS] [GPUS]    # inside the bundle of scripts/gpu-bundle.sh
 set -euo pipefail
 cd "$(dirname "$0")"
 rounds="${1:-2}"
+gpus="${2:-2}"
 work="$(mktemp -d)"
 nvcc -O3 -std=c++20 -arch=sm_90 multi_gpu_baselines.cu -o "$work/multi_gpu_baselines"
 nccl="${NCCL_HOME:-$(python3 -c 'import nvidia.nccl as n; print(list(n.__path__)[0])' 2>/dev/null || true)}"
@@ -24,17 +26,19 @@ else
 fi
 for round in $(seq "$rounds"); do
     echo "round $round: CUDA C++" >&2
-    "$work/multi_gpu_baselines" >> "$work/lines.txt"
+    "$work/multi_gpu_baselines" "$gpus" >> "$work/lines.txt"
     if [[ -x "$work/nccl_barriers" ]]; then
         echo "round $round: NCCL" >&2
-        "$work/nccl_barriers" >> "$work/lines.txt"
+        "$work/nccl_barriers" "$gpus" >> "$work/lines.txt"
     fi
     echo "round $round: scoped-sync" >&2
-    ./scoped-sync --multi-gpu >> "$work/lines.txt"
+    ./scoped-sync --multi-gpu "$gpus" >> "$work/lines.txt"
 done
-python3 - "$work/lines.txt" <<'PY'
+python3 - "$work/lines.txt" "$gpus" <<'PY'
 import re, sys
 best, fences, nccl_version = {}, {}, None
+gpus = int(sys.argv[2])
+print(f"barriers on {gpus} GPUs (0 to {gpus - 1}); round trips and fences on GPUs 0 and 1")
 for line in open(sys.argv[1]):
     f = re.match(r"fence\s+(\S+)\s+:\s*([\d.]+) ns", line)
     if f:
@@ -55,18 +59,29 @@ for kind, ns in fences.items():
 if nccl_version:
     print(f"NCCL {nccl_version} (NCCL LSA barrier per block orders same-index blocks only: not a grid barrier)")
 print()
-# (ours, theirs, target) per shape; the ratio is ours / theirs.
-pairs = [("scoped-sync MultiGrid::sync", "two-level (inbox per GPU)", 0.6),
-         ("scoped-sync MultiGrid::sync", "MultiGrid's design (CUDA C++)", None),
-         ("scoped-sync MultiGrid::sync", "counter per GPU, fence per block", None),
-         ("scoped-sync MultiGrid::sync", "one system counter on GPU 0", None),
-         ("scoped-sync MultiGrid::sync", "cg::grid.sync() on one GPU", 2.2),
-         ("scoped-sync MultiGrid::sync", "NCCL LSA per block + grid.sync", None),
-         ("scoped-sync MultiGrid::sync", "grid.sync + NCCL LSA + grid.sync", None),
-         ("scoped-sync MultiGrid::sync", "NCCL LSA barrier per block", None)]
-for (ours, grid, block), ns in sorted(best.items()):
+# (ours, theirs, target) per shape; the ratio is ours / theirs. The targets are the
+# multi-GPU issue's: two GPUs against the two-level barrier, one-GPU cg and the design
+# in CUDA C++; four against the two-level barrier and NCCL's compositions.
+ours = "scoped-sync MultiGrid::sync"
+design = "MultiGrid's design (CUDA C++)"
+two = gpus == 2
+pairs = [(ours, "two-level (inbox per GPU)", 0.6),
+         (ours, design, 1.0 if two else None),
+         (ours, "design with MultiGrid's waits", None),
+         (ours, "counter per GPU, fence per block", None),
+         (ours, "one system counter on GPU 0", None),
+         (ours, "cg::grid.sync() on one GPU", 2.2 if two else None),
+         (ours, "NCCL LSA per block + grid.sync", None if two else 0.75),
+         (ours, "grid.sync + NCCL LSA + grid.sync", None if two else 0.75),
+         (ours, "NCCL LSA barrier per block", None),
+         # What each of the Rust kernel's ways of waiting costs the design in CUDA C++.
+         ("design, first warp polls", design, None),
+         ("design, clock every 32 polls", design, None),
+         ("design, block vote", design, None),
+         ("design with MultiGrid's waits", design, None)]
+for (label, grid, block), ns in sorted(best.items()):
     for mine, theirs, target in pairs:
-        if ours == mine and (theirs, grid, block) in best:
+        if label == mine and (theirs, grid, block) in best:
             ratio = ns / best[(theirs, grid, block)]
             verdict = "" if target is None else f"  (target <= {target}: {'met' if ratio <= target else 'NOT met'})"
             print(f"{mine} / {theirs} at {grid} x {block}: {ratio:.3f}{verdict}")

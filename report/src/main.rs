@@ -28,7 +28,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Ok(Command::Litmus(instances)) => run_litmus(instances),
-        Ok(Command::MultiGpu) => match multi_gpu::run(&mut io::stdout().lock()) {
+        Ok(Command::MultiGpu(gpus)) => match multi_gpu::run(&mut io::stdout().lock(), gpus) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => {
                 eprintln!("scoped-sync: {error}");

@@ -13,12 +13,16 @@ pub enum Command {
     Report(Options),
     /// Run the GPU litmus suite, at least this many instances per case.
     Litmus(u64),
-    /// Measure the barrier and the handoff across GPUs 0 and 1.
-    MultiGpu,
+    /// Measure the barrier across this many GPUs (0 to N-1) and the handoff across
+    /// GPUs 0 and 1.
+    MultiGpu(u32),
 }
 
 /// Instances per litmus case unless the command line says otherwise.
 pub const LITMUS_INSTANCES: u64 = 10_000_000;
+
+/// The most GPUs `--multi-gpu` takes: `MultiGrid`'s limit.
+pub const MAX_MULTI_GPUS: u32 = 8;
 
 /// Which sections to measure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -79,7 +83,7 @@ Usage: scoped-sync [--json] [--quick] [--host-only | --gpu-only] [--scaling]
        scoped-sync --from FILE[+FILE...] [--from ...] [--json] [--plot DIR]
                    [--gate FILE --machine KIND [--calibrate]]
        scoped-sync --litmus [INSTANCES]
-       scoped-sync --multi-gpu
+       scoped-sync --multi-gpu [GPUS]
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
 beside what programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
@@ -116,8 +120,9 @@ Output:
   --calibrate  with --gate and three or more --from runs: store the runs'
                median ratios and bands in F for KIND instead of checking
 
-  --multi-gpu  instead of the report, measure MultiGrid::sync per phase and a
-               GpuToGpu handoff round trip across GPUs 0 and 1, in the lines of
+  --multi-gpu  instead of the report, measure MultiGrid::sync per phase across
+               GPUS GPUs (2 unless given, at most 8) and a GpuToGpu handoff round
+               trip across GPUs 0 and 1, in the lines of
                baselines/multi_gpu_baselines.cu (multi-compare.sh runs both)
   --litmus     instead of the report, run the GPU litmus suite (each case at least
                INSTANCES times, 10000000 unless given) and print, per case, the
@@ -137,14 +142,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
         match arg.as_str() {
             "-h" | "--help" => return Ok(Command::Help),
             "--litmus" => return litmus(args),
-            "--multi-gpu" => {
-                return match args.next() {
-                    None => Ok(Command::MultiGpu),
-                    Some(extra) => Err(UsageError(format!(
-                        "unexpected argument '{extra}' after --multi-gpu"
-                    ))),
-                }
-            }
+            "--multi-gpu" => return multi_gpu(args),
             "--json" => options.json = true,
             "--quick" => options.quick = true,
             "--host-only" => options.sections = sections(options.sections, Sections::HostOnly)?,
@@ -230,6 +228,27 @@ fn litmus(mut rest: impl Iterator<Item = String>) -> Result<Command, UsageError>
         None => Ok(Command::Litmus(instances)),
         Some(extra) => Err(UsageError(format!(
             "unexpected argument '{extra}' after --litmus"
+        ))),
+    }
+}
+
+/// `--multi-gpu [GPUS]`: a GPU count from 2 to [`MAX_MULTI_GPUS`], 2 unless given.
+fn multi_gpu(mut rest: impl Iterator<Item = String>) -> Result<Command, UsageError> {
+    let gpus = match rest.next() {
+        None => 2,
+        Some(count) => match count.parse::<u32>() {
+            Ok(count) if (2..=MAX_MULTI_GPUS).contains(&count) => count,
+            _ => {
+                return Err(UsageError(format!(
+                    "--multi-gpu takes a GPU count from 2 to {MAX_MULTI_GPUS}, not '{count}'"
+                )))
+            }
+        },
+    };
+    match rest.next() {
+        None => Ok(Command::MultiGpu(gpus)),
+        Some(extra) => Err(UsageError(format!(
+            "unexpected argument '{extra}' after --multi-gpu"
         ))),
     }
 }
@@ -321,8 +340,13 @@ mod tests {
     }
 
     #[test]
-    fn multi_gpu_takes_nothing_more() {
-        assert_eq!(parse_strs(&["--multi-gpu"]), Ok(Command::MultiGpu));
-        assert!(parse_strs(&["--multi-gpu", "--json"]).is_err());
+    fn multi_gpu_takes_an_optional_gpu_count() {
+        assert_eq!(parse_strs(&["--multi-gpu"]), Ok(Command::MultiGpu(2)));
+        assert_eq!(parse_strs(&["--multi-gpu", "4"]), Ok(Command::MultiGpu(4)));
+        assert_eq!(parse_strs(&["--multi-gpu", "8"]), Ok(Command::MultiGpu(8)));
+        for bad in ["1", "9", "four", "--json"] {
+            assert!(parse_strs(&["--multi-gpu", bad]).is_err(), "{bad}");
+        }
+        assert!(parse_strs(&["--multi-gpu", "4", "--json"]).is_err());
     }
 }

@@ -1,7 +1,7 @@
-//! `--multi-gpu`: what the barrier and the handoff across GPUs cost, on GPUs 0 and 1,
-//! in the shapes and the line format of `baselines/multi_gpu_baselines.cu`, so that
-//! `scripts/gpu-multi-compare.sh` can print the CUDA C++ figures of the same run
-//! beside them.
+//! `--multi-gpu [GPUS]`: what the barrier across GPUs 0..GPUS-1 and the handoff across
+//! GPUs 0 and 1 cost, in the shapes and the line format of
+//! `baselines/multi_gpu_baselines.cu`, so that `scripts/gpu-multi-compare.sh` can print
+//! the CUDA C++ figures of the same run beside them.
 //!
 //! Both sides time inside the kernels (`%globaltimer` in thread 0 of block 0 on GPU 0)
 //! and keep the best of [`ROUNDS`] launches.
@@ -23,13 +23,13 @@ const ROUNDS: usize = 3;
 /// Threads per block of the barrier's shapes.
 const BLOCK_SIZES: [u32; 2] = [128, 1024];
 
-/// Measures and prints one line per figure; prints "skipped: ..." and returns without
-/// error where there are fewer than two GPUs.
+/// Measures and prints one line per figure, the barrier on GPUs 0..`count`-1; prints
+/// "skipped: ..." and returns without error where there are fewer than `count` GPUs.
 ///
 /// # Errors
 ///
-/// A failed driver call, or a placement the two GPUs' link refuses.
-pub fn run(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
+/// A failed driver call, or a placement a link between the GPUs refuses.
+pub fn run(out: &mut impl Write, count: u32) -> Result<(), Box<dyn std::error::Error>> {
     let first = match Gpu::open_ordinal(0) {
         Ok(gpu) => gpu,
         Err(CudaError::NoDriver) => {
@@ -38,26 +38,34 @@ pub fn run(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
         }
         Err(other) => return Err(other.into()),
     };
-    if scoped_sync::cuda::Runtime::device_count()? < 2 {
-        writeln!(out, "skipped: fewer than two GPUs")?;
+    let present = scoped_sync::cuda::Runtime::device_count()?;
+    if present < count as usize {
+        writeln!(out, "skipped: fewer than {count} GPUs ({present} here)")?;
         return Ok(());
     }
-    let second = Gpu::open_ordinal(1)?;
-    let gpus = [&first, &second];
-    let blocks = first.sm_count()?.min(second.sm_count()?);
+    let mut gpus = vec![first];
+    for ordinal in 1..count {
+        gpus.push(Gpu::open_ordinal(ordinal as usize)?);
+    }
+    let gpus: Vec<&Gpu> = gpus.iter().collect();
+    let mut blocks = u32::MAX;
+    for gpu in &gpus {
+        blocks = blocks.min(gpu.sm_count()?);
+    }
+    writeln!(out, "gpus   {count}")?;
     for threads in BLOCK_SIZES {
-        let ns = best_of(|| barrier_phase_ns(gpus, blocks, threads, 0))?;
+        let ns = best_of(|| barrier_phase_ns(&gpus, blocks, threads, 0))?;
         let label = "scoped-sync MultiGrid::sync";
         line(out, label, blocks, threads, ns, "barrier")?;
     }
-    let ns = best_of(|| barrier_phase_ns(gpus, blocks, BLOCK_SIZES[0], 1))?;
+    let ns = best_of(|| barrier_phase_ns(&gpus, blocks, BLOCK_SIZES[0], 1))?;
     let label = "scoped-sync MultiGrid, 1 host party";
     line(out, label, blocks, BLOCK_SIZES[0], ns, "barrier")?;
     for (label, spin) in [
         ("scoped-sync GpuToGpu ping-pong", true),
         ("scoped-sync GpuToGpu, sleeping", false),
     ] {
-        let ns = best_of(|| round_trip_ns(gpus, spin))?;
+        let ns = best_of(|| round_trip_ns([gpus[0], gpus[1]], spin))?;
         line(out, label, 1, 1, ns, "round trip")?;
     }
     Ok(())
@@ -89,29 +97,35 @@ fn best_of(
     Ok(best)
 }
 
-/// One launch of `multi_grid_timed` on both GPUs, `blocks × threads` each, with
-/// `host_parties` host threads taking part: nanoseconds per phase.
+/// One launch of `multi_grid_timed` on every GPU of `gpus`, `blocks × threads` each,
+/// with `host_parties` host threads taking part: nanoseconds per phase.
 fn barrier_phase_ns(
-    gpus: [&Gpu; 2],
+    gpus: &[&Gpu],
     blocks: u32,
     threads: u32,
     host_parties: u32,
 ) -> Result<f64, Box<dyn std::error::Error>> {
-    let mut barrier = MultiGrid::with_host_parties(&[&**gpus[0], &**gpus[1]], host_parties)?;
-    let kernels = [
-        gpus[0].kernel("multi_grid_timed")?,
-        gpus[1].kernel("multi_grid_timed")?,
-    ];
-    let elapsed = [gpus[0].zeros::<u64>(1)?, gpus[1].zeros::<u64>(1)?];
-    let args = (0..2)
-        .map(|i| KernelArgs::new().arg(PHASES).arg(&elapsed[i]))
+    let runtimes: Vec<_> = gpus.iter().map(|gpu| &***gpu).collect();
+    let mut barrier = MultiGrid::with_host_parties(&runtimes, host_parties)?;
+    let kernels = gpus
+        .iter()
+        .map(|gpu| gpu.kernel("multi_grid_timed"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let elapsed = gpus
+        .iter()
+        .map(|gpu| gpu.zeros::<u64>(1))
+        .collect::<Result<Vec<_>, _>>()?;
+    let args = elapsed
+        .iter()
+        .map(|elapsed| KernelArgs::new().arg(PHASES).arg(elapsed))
         .collect();
-    // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` on both GPUs, the same
+    let kernels: Vec<_> = kernels.iter().collect();
+    // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` on every GPU, the same
     // grid; `elapsed` outlives the kernels (synchronized below); each party arrives
     // once per phase.
     let parties = unsafe {
         barrier.launch_with_host_parties(
-            &[&kernels[0], &kernels[1]],
+            &kernels,
             LaunchConfig::new(blocks, threads),
             args,
             |mut party| (0..PHASES).all(|_| party.arrive_and_wait(PATIENCE).is_ok()),
