@@ -347,12 +347,21 @@ impl MultiGrid {
         // The loop makes no call but `give_up`'s: every call in it costs registers (the
         // calling convention's), and a kernel at 1024 threads a block has 64.
         let outcome = loop {
-            // SAFETY: this GPU's live counter, in its device memory.
-            let seen = broadcast_u64(lanes, unsafe { global_atomics::load_relaxed_sys(own) }, 0);
+            // Polls that only wait for the count: the fewer instructions a poll takes,
+            // the sooner after the last arrival one reads it. A poisoned count passes
+            // the comparison too; the clock is read every POLLS_PER_CLOCK_READ polls.
+            let seen = loop {
+                // SAFETY: this GPU's live counter, in its device memory.
+                let seen =
+                    broadcast_u64(lanes, unsafe { global_atomics::load_relaxed_sys(own) }, 0);
+                polls = polls.wrapping_add(1);
+                if seen >= target || polls % POLLS_PER_CLOCK_READ == 0 {
+                    break seen;
+                }
+            };
             // The common case first, in as few instructions as possible between the
             // poll that sees the phase complete and the block's vote (each is latency
-            // on every phase's critical path): complete, unbroken (a poisoned count
-            // passes the comparison too), no host parties.
+            // on every phase's critical path): complete, unbroken, no host parties.
             if seen >= target && seen & POISONED == 0 && self.host_parties == 0 {
                 System::fence(Ordering::Acquire);
                 return Ok(());
@@ -370,7 +379,6 @@ impl MultiGrid {
                     HostParties::NotYet => {}
                 }
             }
-            polls = polls.wrapping_add(1);
             if polls % POLLS_PER_CLOCK_READ == 0 {
                 let now = <Gpu as Backend<System>>::now();
                 let deadline =
