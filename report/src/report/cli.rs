@@ -211,44 +211,39 @@ fn check(options: &Options) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// The rest of a `--litmus` command line: an optional instance count.
-fn litmus(mut rest: impl Iterator<Item = String>) -> Result<Command, UsageError> {
-    let instances = match rest.next() {
-        None => LITMUS_INSTANCES,
-        Some(count) => match count.parse::<u64>() {
-            Ok(count) if count > 0 => count,
-            _ => {
-                return Err(UsageError(format!(
-                    "--litmus takes a positive instance count, not '{count}'"
-                )))
-            }
-        },
-    };
-    match rest.next() {
-        None => Ok(Command::Litmus(instances)),
-        Some(extra) => Err(UsageError(format!(
-            "unexpected argument '{extra}' after --litmus"
-        ))),
-    }
+/// `--litmus [INSTANCES]`: a positive instance count, [`LITMUS_INSTANCES`] unless given.
+fn litmus(rest: impl Iterator<Item = String>) -> Result<Command, UsageError> {
+    let wanted = "a positive instance count";
+    optional_count(rest, "--litmus", LITMUS_INSTANCES, |n| n > 0, wanted).map(Command::Litmus)
 }
 
 /// `--multi-gpu [GPUS]`: a GPU count from 2 to [`MAX_MULTI_GPUS`], 2 unless given.
-fn multi_gpu(mut rest: impl Iterator<Item = String>) -> Result<Command, UsageError> {
-    let gpus = match rest.next() {
-        None => 2,
-        Some(count) => match count.parse::<u32>() {
-            Ok(count) if (2..=MAX_MULTI_GPUS).contains(&count) => count,
-            _ => {
-                return Err(UsageError(format!(
-                    "--multi-gpu takes a GPU count from 2 to {MAX_MULTI_GPUS}, not '{count}'"
-                )))
-            }
+fn multi_gpu(rest: impl Iterator<Item = String>) -> Result<Command, UsageError> {
+    let wanted = format!("a GPU count from 2 to {MAX_MULTI_GPUS}");
+    let valid = |n| (2..=MAX_MULTI_GPUS).contains(&n);
+    optional_count(rest, "--multi-gpu", 2, valid, &wanted).map(Command::MultiGpu)
+}
+
+/// The number after `flag` (`default` without one), which `valid` must accept, and
+/// nothing after it; `wanted` names what the flag takes in the error.
+fn optional_count<T: std::str::FromStr + Copy>(
+    mut rest: impl Iterator<Item = String>,
+    flag: &str,
+    default: T,
+    valid: impl Fn(T) -> bool,
+    wanted: &str,
+) -> Result<T, UsageError> {
+    let count = match rest.next() {
+        None => default,
+        Some(text) => match text.parse::<T>() {
+            Ok(count) if valid(count) => count,
+            _ => return Err(UsageError(format!("{flag} takes {wanted}, not '{text}'"))),
         },
     };
     match rest.next() {
-        None => Ok(Command::MultiGpu(gpus)),
+        None => Ok(count),
         Some(extra) => Err(UsageError(format!(
-            "unexpected argument '{extra}' after --multi-gpu"
+            "unexpected argument '{extra}' after {flag}"
         ))),
     }
 }
