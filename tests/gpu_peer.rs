@@ -378,7 +378,8 @@ fn handoff_payload(k: u64) -> u64 {
     k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
 }
 
-/// Slots of a handoff link's payload ring (`peer_handoff_produce`'s `RING`).
+/// Slots of a handoff link's payload ring (the kernels' `HANDOFF_RING`,
+/// kernels/src/peer.rs).
 const HANDOFF_RING: u64 = 64;
 
 /// One handoff link: units from one thread of `producer` to one thread of `consumer`
@@ -441,9 +442,7 @@ impl<'a> HandoffLink<'a> {
             "GPU {from} → GPU {to}: consumer (units, checksum, out-of-order units or failed waits)"
         );
     }
-}
 
-impl HandoffLink<'_> {
     /// `peer_handoff_produce`'s arguments for this link: `units` units.
     fn producer_args(&self, units: u64) -> KernelArgs<'_> {
         KernelArgs::new()
