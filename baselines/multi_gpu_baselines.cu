@@ -226,7 +226,9 @@ template <int Waits>
 __global__ void gather_then_counter(Buffers all, int rank, int iterations, unsigned long long *elapsed) {
     const unsigned long long *counter = all.gpu[rank];
     PhaseClock clock;
-    unsigned long long clock_sink = 0;
+    // The vote's result is kept live by adding it to the time (0 unless the clock sum
+    // is exactly 1): a vote that ended the kernel could leave the other blocks waiting.
+    unsigned long long clock_sink = 0, voted = 0;
     for (unsigned long long epoch = 1; epoch <= (unsigned long long)iterations; ++epoch) {
         clock.tick(epoch);
         __syncthreads();
@@ -243,12 +245,12 @@ __global__ void gather_then_counter(Buffers all, int rank, int iterations, unsig
             asm volatile("fence.acquire.sys;" ::: "memory");
         }
         if (Waits & VOTE) {
-            if (__syncthreads_or(clock_sink == 1)) return;
+            voted += __syncthreads_or(clock_sink == 1);
         } else {
             __syncthreads();
         }
     }
-    clock.stop(elapsed);
+    if (blockIdx.x == 0 && threadIdx.x == 0) *elapsed = now_ns() - clock.start + voted;
 }
 
 // Cooperative groups' grid sync on one GPU: the one-GPU floor of the same shape.
