@@ -31,6 +31,13 @@ const SPIN_ROUNDS: u32 = 3;
 /// so these rounds double as a polite spin; parking costs a futex round trip.
 #[cfg(not(loom))]
 const YIELD_ROUNDS: u32 = 16;
+/// Yield rounds of a wait on other threads' arrivals (latch, barrier). Those threads
+/// are on their way; with more threads than cores they need the waiters' cores, which
+/// a yield hands over while a parked waiter must later be woken, one futex wake per
+/// sleeper by the last arrival. Measured in docs/measurements.md ("Waiting for
+/// arrivals"): 64 rounds removed the latch's cliff at twice the cores.
+#[cfg(not(loom))]
+const ARRIVAL_YIELD_ROUNDS: u32 = 64;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
 // (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the
@@ -107,19 +114,18 @@ unsafe impl Backend<System> for Host {
             false
         }
         #[cfg(not(loom))]
+        relax_then_yield(round, YIELD_ROUNDS)
+    }
+
+    #[inline]
+    fn relax_for_arrivals(round: &mut u32) -> bool {
+        #[cfg(loom)]
         {
-            if *round < SPIN_ROUNDS {
-                for _ in 0..1u32 << *round {
-                    std::hint::spin_loop();
-                }
-            } else if *round < SPIN_ROUNDS + YIELD_ROUNDS {
-                std::thread::yield_now();
-            } else {
-                return false;
-            }
-            *round += 1;
-            true
+            let _ = round;
+            false
         }
+        #[cfg(not(loom))]
+        relax_then_yield(round, ARRIVAL_YIELD_ROUNDS)
     }
 
     fn yield_now() {
@@ -175,6 +181,24 @@ unsafe impl Backend<System> for Host {
     }
 }
 
+/// One step of a spin of `SPIN_ROUNDS` pure spin rounds, then `yield_rounds` rounds
+/// that yield the processor; `false` when the wait should park.
+#[cfg(not(loom))]
+#[inline]
+fn relax_then_yield(round: &mut u32, yield_rounds: u32) -> bool {
+    if *round < SPIN_ROUNDS {
+        for _ in 0..1u32 << *round {
+            std::hint::spin_loop();
+        }
+    } else if *round < SPIN_ROUNDS + yield_rounds {
+        std::thread::yield_now();
+    } else {
+        return false;
+    }
+    *round += 1;
+    true
+}
+
 /// The next thread identity to hand out. Identities are never reused (a 64-bit count
 /// does not wrap), so a thread cannot be taken for an earlier one that is still inside
 /// a stop callback, as a thread-local's address could be (a new thread may get the
@@ -218,6 +242,23 @@ mod tests {
             assert_ne!(id, 0, "0 never names a thread");
             assert!(seen.insert(id), "id {id} was handed out twice");
         }
+    }
+
+    /// A wait on other threads' arrivals stays runnable for more rounds than other
+    /// waits before it parks.
+    #[test]
+    fn a_wait_for_arrivals_yields_longer_before_it_parks() {
+        let rounds = |relax: fn(&mut u32) -> bool| {
+            let mut round = 0;
+            while relax(&mut round) {}
+            round
+        };
+        let arrivals = rounds(<Host as Backend<System>>::relax_for_arrivals);
+        let usual = rounds(<Host as Backend<System>>::relax);
+        assert!(
+            arrivals > usual,
+            "{arrivals} rounds for arrivals, {usual} usual"
+        );
     }
 
     #[test]

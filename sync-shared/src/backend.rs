@@ -93,6 +93,13 @@ pub unsafe trait Backend<S: Scope>: 'static {
     /// One step of the spin phase of a wait. Returns `false` when spinning should stop
     /// and the caller should [`park`](Backend::park). `round` starts at 0.
     fn relax(round: &mut u32) -> bool;
+    /// [`relax`](Backend::relax) for a wait on other threads' arrivals (a latch's or a
+    /// barrier's): those threads are running towards the wait, so a backend may stay
+    /// runnable longer before it parks. The default is `relax`.
+    #[inline(always)]
+    fn relax_for_arrivals(round: &mut u32) -> bool {
+        Self::relax(round)
+    }
     /// Gives the processor to other threads for a moment (spin locks use it).
     fn yield_now();
     /// Sleeps while `word == expected`, at most until `deadline`. See the trait's

@@ -253,7 +253,7 @@ impl<S: Scope, B: Backend<S>> Latch<S, B> {
             &self.state,
             Ordering::Acquire,
             limits,
-            Spin::First,
+            Spin::ForArrivals,
             |value| value & COUNT == 0,
             |value| self.announce_sleeper(value),
         )

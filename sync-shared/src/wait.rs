@@ -175,6 +175,9 @@ impl<T: Scope, B: Backend<T>> StopScope<B> for T {
 pub(crate) enum Spin {
     /// Spin as the backend advises, then park.
     First,
+    /// Spin as the backend advises for a wait on other threads' arrivals
+    /// ([`Backend::relax_for_arrivals`]), then park.
+    ForArrivals,
     /// The caller already spun: park at once.
     Done,
 }
@@ -258,7 +261,7 @@ fn wait_slow<S: Scope, B: Backend<S>, T: StopScope<B>>(
     announce: &dyn Fn(u32) -> Option<u32>,
 ) -> Result<u32, Interrupted> {
     let mut round = 0;
-    let mut spinning = spin == Spin::First;
+    let mut spinning = spin != Spin::Done;
     let poll = poll_order(order);
     loop {
         let value = B::load(word, poll);
@@ -268,7 +271,11 @@ fn wait_slow<S: Scope, B: Backend<S>, T: StopScope<B>>(
         }
         limits.check()?;
         if spinning {
-            spinning = B::relax(&mut round);
+            spinning = if spin == Spin::ForArrivals {
+                B::relax_for_arrivals(&mut round)
+            } else {
+                B::relax(&mut round)
+            };
             if spinning {
                 continue;
             }

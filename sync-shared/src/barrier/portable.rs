@@ -265,7 +265,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
                 &self.state,
                 Ordering::Acquire,
                 &slice,
-                Spin::First,
+                Spin::ForArrivals,
                 |value| ready(self, value) > 0,
                 |value| self.announce_sleeper(value),
             ) {
@@ -370,7 +370,7 @@ impl<S: Scope, B: Backend<S>, F: Completion> Barrier<S, B, F> {
             &self.state,
             Ordering::Acquire,
             limits,
-            Spin::First,
+            Spin::ForArrivals,
             |value| value & PARITY != phase,
             |value| self.announce_sleeper(value),
         )
