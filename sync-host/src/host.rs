@@ -29,18 +29,15 @@ const SPIN_ROUNDS: u32 = 3;
 /// Rounds that yield the processor before parking: with more threads than cores the
 /// awaited thread may need this core, and with an idle core a yield returns at once,
 /// so these rounds double as a polite spin; parking costs a futex round trip.
+#[cfg(not(loom))]
 const YIELD_ROUNDS: u32 = 16;
-/// Yield rounds of a wait on other threads' arrivals (latch, barrier), per processor
-/// this process may run on, between `YIELD_ROUNDS` and `ARRIVAL_YIELD_ROUNDS_MAX`. The
-/// threads still to arrive are on their way; with more threads than cores they need
-/// the waiters' cores, which a yield hands over while a parked waiter must later be
-/// woken, one futex wake per sleeper by the last arrival, and the more processors the
-/// more sleepers. Measured in docs/measurements.md ("Waiting for arrivals"): 64 rounds
-/// removed the latch's and the barrier's cliff at twice the cores of a 32-core host and
-/// helped on 16 cores; on 2 cores 16 rounds did better.
-const ARRIVAL_YIELD_ROUNDS_PER_PROCESSOR: u32 = 8;
-/// The most yield rounds of a wait on arrivals.
-const ARRIVAL_YIELD_ROUNDS_MAX: u32 = 64;
+/// Yield rounds of a wait on other threads' arrivals (latch, barrier). Those threads
+/// are on their way; with more threads than cores they need the waiters' cores, which
+/// a yield hands over while a parked waiter must later be woken, one futex wake per
+/// sleeper by the last arrival. Measured in docs/measurements.md ("Waiting for
+/// arrivals"): 64 rounds removed the latch's cliff at twice the cores.
+#[cfg(not(loom))]
+const ARRIVAL_YIELD_ROUNDS: u32 = 64;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
 // (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the
@@ -110,12 +107,25 @@ unsafe impl Backend<System> for Host {
 
     #[inline]
     fn relax(round: &mut u32) -> bool {
+        #[cfg(loom)]
+        {
+            // Spinning only multiplies loom's interleavings: park at once.
+            let _ = round;
+            false
+        }
+        #[cfg(not(loom))]
         relax_then_yield(round, YIELD_ROUNDS)
     }
 
     #[inline]
     fn relax_for_arrivals(round: &mut u32) -> bool {
-        relax_then_yield(round, arrival_yield_rounds())
+        #[cfg(loom)]
+        {
+            let _ = round;
+            false
+        }
+        #[cfg(not(loom))]
+        relax_then_yield(round, ARRIVAL_YIELD_ROUNDS)
     }
 
     fn yield_now() {
@@ -173,16 +183,6 @@ unsafe impl Backend<System> for Host {
 
 /// One step of a spin of `SPIN_ROUNDS` pure spin rounds, then `yield_rounds` rounds
 /// that yield the processor; `false` when the wait should park.
-#[cfg(loom)]
-#[inline]
-fn relax_then_yield(round: &mut u32, yield_rounds: u32) -> bool {
-    // Spinning only multiplies loom's interleavings: park at once.
-    let _ = (round, yield_rounds);
-    false
-}
-
-/// One step of a spin of `SPIN_ROUNDS` pure spin rounds, then `yield_rounds` rounds
-/// that yield the processor; `false` when the wait should park.
 #[cfg(not(loom))]
 #[inline]
 fn relax_then_yield(round: &mut u32, yield_rounds: u32) -> bool {
@@ -197,24 +197,6 @@ fn relax_then_yield(round: &mut u32, yield_rounds: u32) -> bool {
     }
     *round += 1;
     true
-}
-
-/// The yield rounds of a wait on arrivals on this machine, asked once (the number of
-/// processors costs a system call).
-fn arrival_yield_rounds() -> u32 {
-    static ROUNDS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *ROUNDS.get_or_init(|| {
-        arrival_yield_rounds_for(std::thread::available_parallelism().map_or(1, |n| n.get()))
-    })
-}
-
-/// The yield rounds of a wait on arrivals for a process that may run on `processors`
-/// processors (the affinity mask and cgroup quota: `available_parallelism`).
-fn arrival_yield_rounds_for(processors: usize) -> u32 {
-    u32::try_from(processors)
-        .unwrap_or(u32::MAX)
-        .saturating_mul(ARRIVAL_YIELD_ROUNDS_PER_PROCESSOR)
-        .clamp(YIELD_ROUNDS, ARRIVAL_YIELD_ROUNDS_MAX)
 }
 
 /// The next thread identity to hand out. Identities are never reused (a 64-bit count
@@ -262,16 +244,10 @@ mod tests {
         }
     }
 
-    /// A wait on other threads' arrivals yields as long as other waits on one or two
-    /// processors, longer with more, up to a limit; and the backend's spin follows it.
+    /// A wait on other threads' arrivals stays runnable for more rounds than other
+    /// waits before it parks.
     #[test]
-    fn a_wait_for_arrivals_yields_longer_with_more_processors() {
-        let yields: Vec<u32> = [1, 2, 4, 8, 64, usize::MAX]
-            .into_iter()
-            .map(super::arrival_yield_rounds_for)
-            .collect();
-        assert_eq!(yields, [16, 16, 32, 64, 64, 64]);
-
+    fn a_wait_for_arrivals_yields_longer_before_it_parks() {
         let rounds = |relax: fn(&mut u32) -> bool| {
             let mut round = 0;
             while relax(&mut round) {}
@@ -279,9 +255,8 @@ mod tests {
         };
         let arrivals = rounds(<Host as Backend<System>>::relax_for_arrivals);
         let usual = rounds(<Host as Backend<System>>::relax);
-        assert_eq!(
-            arrivals - usual,
-            super::arrival_yield_rounds() - super::YIELD_ROUNDS,
+        assert!(
+            arrivals > usual,
             "{arrivals} rounds for arrivals, {usual} usual"
         );
     }
