@@ -29,14 +29,12 @@ const SPIN_ROUNDS: u32 = 3;
 /// Rounds that yield the processor before parking: with more threads than cores the
 /// awaited thread may need this core, and with an idle core a yield returns at once,
 /// so these rounds double as a polite spin; parking costs a futex round trip.
-#[cfg(not(loom))]
 const YIELD_ROUNDS: u32 = 16;
 /// Yield rounds of a wait on other threads' arrivals (latch, barrier). Those threads
 /// are on their way; with more threads than cores they need the waiters' cores, which
 /// a yield hands over while a parked waiter must later be woken, one futex wake per
 /// sleeper by the last arrival. Measured in docs/measurements.md ("Waiting for
 /// arrivals"): 64 rounds removed the latch's cliff at twice the cores.
-#[cfg(not(loom))]
 const ARRIVAL_YIELD_ROUNDS: u32 = 64;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
@@ -107,24 +105,11 @@ unsafe impl Backend<System> for Host {
 
     #[inline]
     fn relax(round: &mut u32) -> bool {
-        #[cfg(loom)]
-        {
-            // Spinning only multiplies loom's interleavings: park at once.
-            let _ = round;
-            false
-        }
-        #[cfg(not(loom))]
         relax_then_yield(round, YIELD_ROUNDS)
     }
 
     #[inline]
     fn relax_for_arrivals(round: &mut u32) -> bool {
-        #[cfg(loom)]
-        {
-            let _ = round;
-            false
-        }
-        #[cfg(not(loom))]
         relax_then_yield(round, ARRIVAL_YIELD_ROUNDS)
     }
 
@@ -179,6 +164,16 @@ unsafe impl Backend<System> for Host {
         };
         parking::wait_either(word, expected, stop, stop_expected, timeout)
     }
+}
+
+/// One step of a spin of `SPIN_ROUNDS` pure spin rounds, then `yield_rounds` rounds
+/// that yield the processor; `false` when the wait should park. Under loom: `false`,
+/// because spinning only multiplies loom's interleavings.
+#[cfg(loom)]
+#[inline]
+fn relax_then_yield(round: &mut u32, yield_rounds: u32) -> bool {
+    let _ = (round, yield_rounds);
+    false
 }
 
 /// One step of a spin of `SPIN_ROUNDS` pure spin rounds, then `yield_rounds` rounds
