@@ -30,12 +30,17 @@ const SPIN_ROUNDS: u32 = 3;
 /// awaited thread may need this core, and with an idle core a yield returns at once,
 /// so these rounds double as a polite spin; parking costs a futex round trip.
 const YIELD_ROUNDS: u32 = 16;
-/// Yield rounds of a wait on other threads' arrivals (latch, barrier). Those threads
-/// are on their way; with more threads than cores they need the waiters' cores, which
-/// a yield hands over while a parked waiter must later be woken, one futex wake per
-/// sleeper by the last arrival. Measured in docs/measurements.md ("Waiting for
-/// arrivals"): 64 rounds removed the latch's cliff at twice the cores.
-const ARRIVAL_YIELD_ROUNDS: u32 = 64;
+/// Yield rounds of a wait on other threads' arrivals (latch, barrier), per processor
+/// this process may run on, between `YIELD_ROUNDS` and `ARRIVAL_YIELD_ROUNDS_MAX`. The
+/// threads still to arrive are on their way; with more threads than cores they need
+/// the waiters' cores, which a yield hands over while a parked waiter must later be
+/// woken, one futex wake per sleeper by the last arrival, and the more processors the
+/// more sleepers. Measured in docs/measurements.md ("Waiting for arrivals"): 64 rounds
+/// removed the latch's and the barrier's cliff at twice the cores of a 32-core host and
+/// helped on 16 cores; on 2 cores the barrier did better with 16.
+const ARRIVAL_YIELD_ROUNDS_PER_PROCESSOR: u32 = 8;
+/// The most yield rounds of a wait on arrivals.
+const ARRIVAL_YIELD_ROUNDS_MAX: u32 = 64;
 
 // SAFETY: the atomics are `core::sync::atomic` operations with the requested ordering
 // (system scope is all a CPU has); `park` is FUTEX_WAIT (or a check-then-wait under the
@@ -110,7 +115,7 @@ unsafe impl Backend<System> for Host {
 
     #[inline]
     fn relax_for_arrivals(round: &mut u32) -> bool {
-        relax_then_yield(round, ARRIVAL_YIELD_ROUNDS)
+        relax_then_yield(round, arrival_yield_rounds())
     }
 
     fn yield_now() {
@@ -194,6 +199,24 @@ fn relax_then_yield(round: &mut u32, yield_rounds: u32) -> bool {
     true
 }
 
+/// The yield rounds of a wait on arrivals on this machine, asked once (the number of
+/// processors costs a system call).
+fn arrival_yield_rounds() -> u32 {
+    static ROUNDS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *ROUNDS.get_or_init(|| {
+        arrival_yield_rounds_for(std::thread::available_parallelism().map_or(1, |n| n.get()))
+    })
+}
+
+/// The yield rounds of a wait on arrivals for a process that may run on `processors`
+/// processors (the affinity mask and cgroup quota: `available_parallelism`).
+fn arrival_yield_rounds_for(processors: usize) -> u32 {
+    u32::try_from(processors)
+        .unwrap_or(u32::MAX)
+        .saturating_mul(ARRIVAL_YIELD_ROUNDS_PER_PROCESSOR)
+        .clamp(YIELD_ROUNDS, ARRIVAL_YIELD_ROUNDS_MAX)
+}
+
 /// The next thread identity to hand out. Identities are never reused (a 64-bit count
 /// does not wrap), so a thread cannot be taken for an earlier one that is still inside
 /// a stop callback, as a thread-local's address could be (a new thread may get the
@@ -239,10 +262,16 @@ mod tests {
         }
     }
 
-    /// A wait on other threads' arrivals stays runnable for more rounds than other
-    /// waits before it parks.
+    /// A wait on other threads' arrivals yields as long as other waits on one or two
+    /// processors, longer with more, up to a limit; and the backend's spin follows it.
     #[test]
-    fn a_wait_for_arrivals_yields_longer_before_it_parks() {
+    fn a_wait_for_arrivals_yields_longer_with_more_processors() {
+        let yields: Vec<u32> = [1, 2, 4, 8, 64, usize::MAX]
+            .into_iter()
+            .map(super::arrival_yield_rounds_for)
+            .collect();
+        assert_eq!(yields, [16, 16, 32, 64, 64, 64]);
+
         let rounds = |relax: fn(&mut u32) -> bool| {
             let mut round = 0;
             while relax(&mut round) {}
@@ -250,8 +279,9 @@ mod tests {
         };
         let arrivals = rounds(<Host as Backend<System>>::relax_for_arrivals);
         let usual = rounds(<Host as Backend<System>>::relax);
-        assert!(
-            arrivals > usual,
+        assert_eq!(
+            arrivals - usual,
+            super::arrival_yield_rounds() - super::YIELD_ROUNDS,
             "{arrivals} rounds for arrivals, {usual} usual"
         );
     }
