@@ -28,6 +28,8 @@ mod futex;
 mod host;
 #[cfg(any(not(target_os = "linux"), loom))]
 mod parking;
+#[cfg(all(target_os = "linux", not(loom)))]
+pub mod process;
 
 pub use host::Host;
 pub use sync_shared::bus::{
