@@ -78,12 +78,14 @@ cargo build --release --locked -p scoped-sync-report --bin scoped-sync
 cargo build --release --locked -p scoped-sync --example persistent_kernel
 cargo build --release --locked -p user-kernels-example
 cargo build --release --locked -p cuda-cpp-example
+cargo build --release --locked -p scoped-sync-run
 cp target/release/cuda-cpp-example "$out/cuda-cpp-example"
 strip "$out/cuda-cpp-example"
 cp target/release/scoped-sync "$out/scoped-sync"
+cp target/release/scoped-sync-run "$out/scoped-sync-run"
 cp target/release/examples/persistent_kernel "$out/persistent_kernel"
 cp target/release/user-kernels-example "$out/user-kernels-example"
-strip "$out/scoped-sync" "$out/persistent_kernel" "$out/user-kernels-example"
+strip "$out/scoped-sync" "$out/scoped-sync-run" "$out/persistent_kernel" "$out/user-kernels-example"
 cp scripts/gpu-compare.sh "$out/compare.sh"
 cp scripts/gpu-multi-compare.sh "$out/multi-compare.sh"
 cp scripts/gpu-placement.py "$out/placement.py"
@@ -111,7 +113,7 @@ set -uo pipefail
 cd "$(dirname "$0")"
 status=0
 for test in ./*; do
-    case "$test" in *.sh | ./scoped-sync | ./bench-gpu | ./bench-cuda-cpp | ./persistent_kernel | ./user-kernels-example | ./cuda-cpp-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
+    case "$test" in *.sh | ./scoped-sync | ./scoped-sync-run | ./bench-gpu | ./bench-cuda-cpp | ./persistent_kernel | ./user-kernels-example | ./cuda-cpp-example | ./host_baselines | ./host_baselines_libcxx | *.cu | *.cpp | *.py | *.ptx | *.json) continue ;; esac
     # Plain executables only: sanitize.sh leaves its logs in a folder here.
     [[ -f "$test" && -x "$test" ]] || continue
     echo "== $test"
@@ -219,12 +221,20 @@ expectation() {
             echo "flag Barrier error detected. Missing init." ;;
         memcheck:gpu_fault:* | memcheck:gpu_peer_fault:* | memcheck:gpu_device_checks:traps::*)
             echo "flag Trace/breakpoint trap" ;;
+        # Rank 1's kernel traps on purpose (the tool follows the test's child processes).
+        memcheck:gpu_process:a_trapped_kernel_in_one_process_ends_the_others_waits_within_a_second)
+            echo "flag Trace/breakpoint trap" ;;
         racecheck:gpu_conformance:semaphore_conformance_matrix_and_stress)
             echo "skip racecheck does not model the order that an atomics-based acquire and release give, and reports the plain read and write of the counter that a semaphore in shared memory guards as a mutex; judged through semaphore_in_shared_memory_guarding_a_global_counter (docs/sanitizers.md)" ;;
         racecheck:gpu_conformance:barrier_conformance_matrix)
             echo "skip racecheck counts the release stores with which a barrier in shared memory opens the next phase after its completion (and, measured when a barrier became an mbarrier at its first use, that conversion) as plain writes racing with the other threads' loads (the PTX memory model says otherwise); judged through barrier_in_block_shared_memory_with_its_form_settled_first, the completion's store not judged (docs/sanitizers.md)" ;;
         racecheck:gpu_conformance:barrier_without_completion_conformance_matrix)
             echo "skip racecheck counted the release store with which the Block-scope barrier in shared memory turned into an mbarrier at its first use (placing in init_block has replaced it; not re-run since) as a plain write racing with the other threads' loads, and with clusters of 8 reports accesses to the barrier in rank 0's shared memory as made to a block that might have already exited; judged through barrier_in_block_shared_memory_with_its_form_settled_first and barrier_without_completion_in_shared_memory_at_wider_scopes (docs/sanitizers.md)" ;;
+        # Not a test of its own: the body of the ranks the other gpu_process tests start
+        # (as child processes, which the tool follows and judges there); alone it makes
+        # no CUDA call, and the tool ends such a process with status 255.
+        *:gpu_process:rank)
+            echo "skip the ranks' body; judged inside the other gpu_process tests, which run it as child processes" ;;
         *) echo clean ;;
     esac
 }
@@ -232,9 +242,10 @@ expectation() {
 # Extra compute-sanitizer options for EXE.
 tool_options() {
     # gpu_runtime provokes failed API calls on purpose (broken PTX, a missing kernel),
-    # and after the deliberate traps of gpu_fault, gpu_peer_fault and gpu_device_checks
+    # and after the deliberate traps of gpu_fault, gpu_peer_fault, gpu_device_checks and
+    # gpu_process (and gpu_process's killed rank)
     # every call on the lost context fails: not errors of the program.
-    case "$1" in gpu_runtime | gpu_fault | gpu_peer_fault | gpu_device_checks) echo "--report-api-errors no" ;; esac
+    case "$1" in gpu_runtime | gpu_fault | gpu_peer_fault | gpu_device_checks | gpu_process) echo "--report-api-errors no" ;; esac
     return 0
 }
 

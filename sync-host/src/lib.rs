@@ -28,7 +28,7 @@ mod futex;
 mod host;
 #[cfg(any(not(target_os = "linux"), loom))]
 mod parking;
-#[cfg(all(target_os = "linux", not(loom)))]
+#[cfg(target_os = "linux")]
 pub mod process;
 
 pub use host::Host;

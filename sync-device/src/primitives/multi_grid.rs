@@ -20,6 +20,12 @@ use crate::ptx::warp::{self, broadcast, broadcast_u64, lane, WARP_LANES};
 /// they panic.
 pub const MULTI_GRID_PATIENCE: Duration = Duration::from_secs(10);
 
+/// How long a wait polls before it also reads its host's give-up word at each look at
+/// the clock (a barrier joined across processes): a read of host memory is a PCIe
+/// round trip, which a phase that completes in microseconds must not pay, and a dead
+/// process is to be noticed within a second, not a microsecond.
+const HOST_GIVE_UP_AFTER: Duration = Duration::from_millis(1);
+
 /// Polls of the counter between looks at the clock (`%globaltimer` costs about as much
 /// as a poll, and a deadline need not be met to the nanosecond).
 const POLLS_PER_CLOCK_READ: u32 = 32;
@@ -119,6 +125,12 @@ impl MultiGridToken {
 /// relays to the GPU's other blocks through a word in the GPU's memory; block 0 then
 /// publishes the completed phase to the host with a system-scope release.
 ///
+/// Across processes, one GPU each (`cuda::MultiGrid::join`), the kernels are the same;
+/// each process maps the others' counters, and its host tells its waits to give up
+/// through a word of mapped host memory when another process dies or aborts: they read
+/// it when they look at the clock once a wait has lasted a millisecond, and give up as
+/// at their deadline.
+///
 /// Not built (see docs/multi-gpu.md): the two-level local arrival of grids beyond
 /// about 1500 blocks per GPU.
 ///
@@ -152,8 +164,10 @@ pub struct MultiGrid {
     /// Nonzero between an [`arrive`](Self::arrive) and its wait.
     arrived: u32,
     /// Host parties' arrivals (mapped host memory, added to by host threads only),
-    /// plus [`POISONED`] once a host party broke the barrier; unused without host
-    /// parties.
+    /// plus [`POISONED`] once a host party broke the barrier. Without host parties:
+    /// null, or for a barrier joined across processes the process's give-up word
+    /// (mapped host memory), [`POISONED`] once another process of the group died or
+    /// aborted: a wait then gives up at its next look at the clock, as at its deadline.
     host_arrivals: *const u64,
     /// Per GPU, the last phase it completed (mapped host memory, one line per GPU,
     /// written by block 0 of that GPU), which host parties wait for; unused without
@@ -342,7 +356,7 @@ impl MultiGrid {
         let parties = u64::from(block_count()).wrapping_mul(u64::from(self.ranks));
         let target = phase.wrapping_mul(parties);
         let own = self.counter_of(self.rank);
-        let mut deadline: Option<GlobalTime> = None;
+        let mut first_look: Option<GlobalTime> = None;
         let mut polls = 0u32;
         // The loop makes no call but `give_up`'s: every call in it costs registers (the
         // calling convention's), and a kernel at 1024 threads a block has 64.
@@ -381,10 +395,13 @@ impl MultiGrid {
             }
             if polls % POLLS_PER_CLOCK_READ == 0 {
                 let now = <Gpu as Backend<System>>::now();
-                let deadline =
-                    *deadline.get_or_insert_with(|| <Gpu as Backend<System>>::after(now, timeout));
-                // Lane 0's clock and lane 0's swap decide for the warp.
-                if broadcast(lanes, u32::from(now > deadline), 0) != 0 {
+                let first = *first_look.get_or_insert(now);
+                // Lane 0's clock (or, once the wait is long, its host's give-up word)
+                // and lane 0's swap decide for the warp.
+                let long = now > <Gpu as Backend<System>>::after(first, HOST_GIVE_UP_AFTER);
+                let expired = now > <Gpu as Backend<System>>::after(first, timeout)
+                    || (long && self.host_gave_up());
+                if broadcast(lanes, u32::from(expired), 0) != 0 {
                     let gave_up = lane() == 0
                         && give_up(
                             self.counters,
@@ -419,6 +436,20 @@ impl MultiGrid {
                 Err(MultiGridError::Broken)
             }
         }
+    }
+
+    /// Whether this process's host asked every wait to give up (a barrier joined across
+    /// processes, whose `host_arrivals` is the give-up word: another process of the
+    /// group died or aborted). One read of mapped host memory, made only by a wait that
+    /// has lasted [`HOST_GIVE_UP_AFTER`].
+    #[inline(always)]
+    fn host_gave_up(&self) -> bool {
+        self.host_parties == 0
+            && !self.host_arrivals.is_null()
+            // SAFETY: a barrier joined across processes passes a live mapped word.
+            && unsafe { System::load_u64(self.host_arrivals.cast_mut(), Ordering::Relaxed) }
+                & POISONED
+                != 0
     }
 
     /// Whether every host party has arrived at `phase` (always, without host parties),

@@ -91,6 +91,18 @@ pub enum CudaError {
         /// Blocks that fit at once: occupancy per SM × SM count.
         max: u32,
     },
+    /// A collective of the process group failed (a process died or aborted, the group
+    /// timed out, the processes' launches differ in shape).
+    #[cfg(target_os = "linux")]
+    ProcessGroup(crate::process::ProcessGroupError),
+    /// The GPU of another process of the group is not visible in this one
+    /// (`CUDA_VISIBLE_DEVICES` hides it), so its memory cannot be checked and mapped.
+    PeerNotVisible {
+        /// The rank of the process whose GPU it is.
+        rank: usize,
+        /// Its UUID, as `nvidia-smi -L` prints it.
+        uuid: String,
+    },
 }
 
 impl CudaError {
@@ -169,6 +181,14 @@ impl fmt::Display for CudaError {
                 "{operation}: a kernel ended with a fault the driver reports as a trap ({error}): a broken precondition on the device, a scope misuse the checked kernels caught (they print which on standard output), or, under compute-sanitizer, the tool ending a kernel in which it reported an error; the CUDA context is lost"
             ),
             Self::Measurement(what) => write!(f, "measurement invalid: {what}"),
+            #[cfg(target_os = "linux")]
+            Self::ProcessGroup(error) => error.fmt(f),
+            Self::PeerNotVisible { rank, uuid } => write!(
+                f,
+                "the GPU of rank {rank} ({uuid}) is not visible in this process: every process \
+                 of the group must see every GPU of the group (leave CUDA_VISIBLE_DEVICES \
+                 unset, or list them all, and pick this process's GPU by its local rank)"
+            ),
             Self::GridTooLarge { requested, max } => write!(
                 f,
                 "cooperative launch of {requested} blocks refused: at most {max} blocks can be co-resident on this GPU (a grid-wide barrier would deadlock)"

@@ -351,6 +351,11 @@ addressed_args! {
     impl[] PeerMemory;
 }
 
+#[cfg(target_os = "linux")]
+addressed_args! {
+    impl[] super::ProcessMemory;
+}
+
 /// A launch attribute setting thread-block clusters of `blocks` blocks.
 pub(super) fn cluster_attribute(blocks: Dim3) -> sys::CUlaunchAttribute {
     // SAFETY: an all-zero attribute is a valid starting value (plain C data).

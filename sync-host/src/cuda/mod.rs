@@ -43,10 +43,14 @@ mod mapped;
 mod module;
 mod multi_grid;
 mod multi_grid_host;
+#[cfg(target_os = "linux")]
+mod multi_grid_process;
 mod nvrtc;
 mod peer;
 mod placement;
 mod polled;
+#[cfg(target_os = "linux")]
+mod process_memory;
 mod runtime;
 mod stream;
 mod stream_wait;
@@ -69,6 +73,8 @@ pub use nvrtc::{CudaSource, CUDA_HEADER, CUDA_HEADER_NAME};
 pub use peer::{PeerLink, PeerMemory};
 pub use placement::{GpuWords, Managed, Mapped, Placed, PlacementError, Shareable};
 pub use polled::Polled;
+#[cfg(target_os = "linux")]
+pub use process_memory::ProcessMemory;
 pub use runtime::{DeviceObject, Runtime};
 pub use stream::Stream;
 pub use stream_wait::{StreamMemOpError, WaitCondition};

@@ -19,7 +19,8 @@ pub(super) struct MultiGridParam {
     ranks: u32,
     broken: u32,
     arrived: u32,
-    host_arrivals: u64,
+    /// The host parties' arrival word, or a joined barrier's give-up word.
+    pub(super) host_arrivals: u64,
     completions: u64,
     host_parties: u32,
     reserved: u32,
@@ -61,13 +62,24 @@ sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
 /// # }
 /// ```
 pub struct MultiGrid {
+    /// The GPUs this process launches on: every rank's ([`new`](Self::new)), or its own
+    /// ([`join`](Self::join)).
     runtimes: Vec<Runtime>,
-    /// Owns each GPU's counter line, reachable by the others (`params[_].counters[i]`).
-    counters: Vec<PeerMemory>,
+    /// The counter lines (`params[_].counters[i]`).
+    counters: Counters,
     /// The host parties' words, if the barrier has host parties.
     host: Option<HostPartyWords>,
-    /// Each GPU's kernel parameter (phase 0), pointing at the words above.
+    /// Each launched GPU's kernel parameter (phase 0), pointing at the words above.
     params: Vec<MultiGridParam>,
+}
+
+/// Where the GPUs' counter lines live.
+pub(super) enum Counters {
+    /// One process: each GPU's line in its own memory, reached by peer access.
+    Peers(Vec<PeerMemory>),
+    /// One process per GPU: every rank's line as this process maps it.
+    #[cfg(target_os = "linux")]
+    Processes(super::multi_grid_process::AcrossProcesses),
 }
 
 impl MultiGrid {
@@ -185,34 +197,45 @@ impl MultiGrid {
         // the portable host words at one address.
         let params = (0..ranks)
             .map(|rank| MultiGridParam {
-                counters: addresses,
-                phase: 0,
-                rank,
-                ranks,
-                broken: 0,
-                arrived: 0,
                 host_arrivals: host.as_ref().map_or(0, HostPartyWords::arrivals_address),
                 completions: host.as_ref().map_or(0, HostPartyWords::completions_address),
                 host_parties,
-                reserved: 0,
+                ..MultiGridParam::new(addresses, rank, ranks)
             })
             .collect();
         Ok(Self {
             runtimes: gpus.iter().map(|&gpu| gpu.clone()).collect(),
-            counters,
+            counters: Counters::Peers(counters),
             host,
             params,
         })
     }
 
-    /// GPUs in the barrier.
+    /// A barrier without host parties from its parts (`join`).
+    #[cfg(target_os = "linux")]
+    pub(super) fn from_parts(
+        runtimes: Vec<Runtime>,
+        counters: Counters,
+        params: Vec<MultiGridParam>,
+    ) -> Self {
+        Self {
+            runtimes,
+            counters,
+            host: None,
+            params,
+        }
+    }
+
+    /// GPUs in the barrier (in every process, for a barrier [`join`](Self::join)ed).
     pub fn ranks(&self) -> usize {
-        self.runtimes.len()
+        self.params[0].ranks as usize
     }
 
     /// Launches `kernels[i]` (a kernel of GPU `i`'s runtime) cooperatively on each GPU,
     /// `config`'s shape each, on each runtime's default stream, each from a host
-    /// thread of its own (so the kernels meet even where a launch returns only when its
+    /// thread of its own (a barrier [`join`](Self::join)ed by this process: one kernel,
+    /// on this process's GPU, after the group met; every process launches the same
+    /// shape) (so the kernels meet even where a launch returns only when its
     /// kernel ends, `CUDA_LAUNCH_BLOCKING=1`): its first parameter is the GPU's
     /// `sync_device::MultiGrid`, then `args[i]`. The launches are cooperative whether
     /// `config` says so or not. First every GPU's shape is checked;
@@ -232,8 +255,8 @@ impl MultiGrid {
     ///
     /// # Panics
     ///
-    /// If `kernels` and `args` do not hold one entry per GPU, with `kernels[i]` a
-    /// kernel of GPU `i`, or if `config` names a stream (each GPU's launch is on its
+    /// If `kernels` and `args` do not hold one entry per GPU this process launches on,
+    /// with `kernels[i]` a kernel of GPU `i`, or if `config` names a stream (each GPU's launch is on its
     /// runtime's own stream).
     ///
     /// # Safety
@@ -284,11 +307,11 @@ impl MultiGrid {
         party: impl Fn(HostParty<'_>) -> R + Sync,
     ) -> Result<Vec<R>, CudaError> {
         assert!(
-            kernels.len() == self.ranks() && args.len() == self.ranks(),
-            "MultiGrid::launch: {} kernels and {} argument lists for {} GPUs",
+            kernels.len() == self.runtimes.len() && args.len() == self.runtimes.len(),
+            "MultiGrid::launch: {} kernels and {} argument lists for the {} GPUs this process launches on",
             kernels.len(),
             args.len(),
-            self.ranks()
+            self.runtimes.len()
         );
         assert!(
             config.stream.is_none(),
@@ -312,21 +335,34 @@ impl MultiGrid {
         // peer's counter) ends before any counter is zeroed, and every zeroing before
         // any kernel starts.
         self.synchronize_all("wait for the GPUs before a multi-GPU launch")?;
-        for (counter, runtime) in self.counters.iter().zip(&self.runtimes) {
-            runtime.bind()?;
-            let stream = runtime.stream.cu_stream();
-            // SAFETY: the GPU's live counter line; no kernel uses it (every stream
-            // synchronized above).
-            unsafe {
-                sys::cuMemsetD32Async(counter.device_address(), 0, multi_grid::WORDS, stream)
-                    .result()
-                    .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
+        match &self.counters {
+            Counters::Peers(counters) => {
+                for (counter, runtime) in counters.iter().zip(&self.runtimes) {
+                    runtime.bind()?;
+                    let stream = runtime.stream.cu_stream();
+                    // SAFETY: the GPU's live counter line; no kernel uses it (every
+                    // stream synchronized above).
+                    unsafe {
+                        sys::cuMemsetD32Async(
+                            counter.device_address(),
+                            0,
+                            multi_grid::WORDS,
+                            stream,
+                        )
+                        .result()
+                        .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
+                    }
+                }
+                if let Some(host) = &self.host {
+                    host.zero();
+                }
+                self.synchronize_all("wait for the multi-GPU barrier's zeroing")?;
+            }
+            #[cfg(target_os = "linux")]
+            Counters::Processes(across) => {
+                across.prepare_launch(&self.runtimes[0], grid, block, shared)?;
             }
         }
-        if let Some(host) = &self.host {
-            host.zero();
-        }
-        self.synchronize_all("wait for the multi-GPU barrier's zeroing")?;
         let (host, party) = (self.host.as_ref(), &party);
         std::thread::scope(|scope| {
             let parties: Vec<_> = host
@@ -354,6 +390,18 @@ impl MultiGrid {
             let launched = launches
                 .into_iter()
                 .try_for_each(|launch| launch.join().expect("a launch thread panicked"));
+            #[cfg(target_os = "linux")]
+            let launched = match &self.counters {
+                Counters::Processes(across) => match launched {
+                    Ok(()) => across.watch_kernel(&self.runtimes[0]),
+                    // The others' kernels would wait for this one's until their deadline.
+                    Err(error) => {
+                        across.abort();
+                        Err(error)
+                    }
+                },
+                Counters::Peers(_) => launched,
+            };
             let results = parties
                 .into_iter()
                 .map(|party| party.join().expect("a host party panicked"))
@@ -376,6 +424,23 @@ impl MultiGrid {
 }
 
 impl MultiGridParam {
+    /// Rank `rank`'s parameter of a barrier of `ranks` GPUs at `counters`, at phase 0,
+    /// without host parties.
+    pub(super) fn new(counters: [u64; multi_grid::MAX_RANKS], rank: u32, ranks: u32) -> Self {
+        Self {
+            counters,
+            phase: 0,
+            rank,
+            ranks,
+            broken: 0,
+            arrived: 0,
+            host_arrivals: 0,
+            completions: 0,
+            host_parties: 0,
+            reserved: 0,
+        }
+    }
+
     /// The parameter as the launch's 8-byte words: 112 bytes, little-endian (the
     /// addresses, the phase, then `rank` and `ranks`, then `broken` and `arrived`, two
     /// to a word, then the host parties' two addresses, their count and padding).

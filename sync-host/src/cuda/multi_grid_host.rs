@@ -67,6 +67,13 @@ impl HostPartyWords {
         self.device + (COMPLETION_WORDS * 8) as u64
     }
 
+    /// Without host parties, for a barrier joined across processes: tells every wait of
+    /// the kernels to give up at its next look at the clock, as at its deadline
+    /// (`POISONED` in the arrival word, which such a barrier's kernels read there).
+    pub(super) fn give_up(&self) {
+        self.arrivals().fetch_or(POISONED, Ordering::Relaxed);
+    }
+
     /// The host parties' arrival count, plus `POISONED` once a party broke the barrier.
     fn arrivals(&self) -> &AtomicU64 {
         self.line_word(0, 0)

@@ -41,12 +41,20 @@ pub struct Contribution {
 /// fails ([`on_failure`](Self::on_failure)). Made by [`Rendezvous::join`]. Collectives
 /// are called by every process in the same order, as MPI's are.
 ///
-/// Dropping it leaves the group in order (a goodbye to rank 0, or from rank 0 to every
-/// rank): the others do not take it for a death.
+/// Cloning is cheap and shares the group; dropping the last clone leaves the group in
+/// order (a goodbye to rank 0, or from rank 0 to every rank): the others do not take
+/// it for a death.
 ///
 /// Counterpart: an MPI communicator, or `torch.distributed`'s process group, with the
 /// NCCL-style abort on a peer's failure built in.
+#[derive(Clone)]
 pub struct ProcessGroup {
+    shared: Arc<Shared>,
+    _membership: Arc<Membership>,
+}
+
+/// This process's place in the group: the watcher, and the goodbye when it ends.
+struct Membership {
     shared: Arc<Shared>,
     /// Written to stop the watcher.
     stop: OwnedFd,
@@ -153,9 +161,12 @@ impl ProcessGroup {
                 .map_err(ProcessGroupError::io("start the group watcher"))?
         };
         Ok(Self {
+            _membership: Arc::new(Membership {
+                shared: Arc::clone(&shared),
+                stop,
+                watcher: Some(watcher),
+            }),
             shared,
-            stop,
-            watcher: Some(watcher),
         })
     }
 
@@ -295,9 +306,9 @@ impl ProcessGroup {
     }
 }
 
-impl Drop for ProcessGroup {
+impl Drop for Membership {
     fn drop(&mut self) {
-        if self.failure().is_none() {
+        if self.shared.lock().failure.is_none() {
             for rank in 0..self.shared.links.len() {
                 let _ = self.shared.send(rank, Kind::Goodbye, &[], &[]);
             }

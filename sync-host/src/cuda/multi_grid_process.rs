@@ -1,0 +1,229 @@
+//! [`MultiGrid::join`]: the multi-GPU barrier across the processes of a
+//! [`ProcessGroup`], one GPU each, and what a dead or failed process does to it.
+//!
+//! The kernels run the same `sync_device::MultiGrid` as in one process: only the
+//! counters' addresses differ (each process maps every other's counter, see
+//! `process_memory.rs`). What the processes add:
+//!
+//! - before each launch, every process zeroes its own counter, then the group meets
+//!   (an all-gather of the launch shapes, which must agree): no kernel adds to a
+//!   counter still to be zeroed;
+//! - when the group fails (a process ended without leaving, or reported its kernel's
+//!   failure), each surviving process sets the poisoned bit of its give-up word, a word
+//!   of mapped host memory its kernel's waits read each time they look at the clock
+//!   once a wait has lasted a millisecond (`host_arrivals` of
+//!   `sync_device::MultiGrid`, which has no host parties here): the
+//!   waiting block gives up as at its deadline and breaks the barrier on every GPU. A
+//!   host store, no driver call: it works while a launch holds the context
+//!   (`CUDA_LAUNCH_BLOCKING=1`), where a driver call would wait for the kernel;
+//! - after each launch a thread of the process watches the kernel (its completion
+//!   event, every millisecond): a kernel that ends with an error (a trap) aborts the
+//!   group, so that the other processes break their barriers too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use cudarc::driver::sys;
+use sync_shared::layout::multi_grid;
+
+use super::multi_grid::{Counters, MultiGrid, MultiGridParam};
+use super::multi_grid_host::HostPartyWords;
+use super::{CudaError, Dim3, PlacementError, ProcessMemory, Runtime};
+use crate::process::{FailureListener, ProcessGroup, ProcessGroupError};
+
+/// How often the watch on a launched kernel asks whether it ended.
+const KERNEL_WATCH_PERIOD: Duration = Duration::from_millis(1);
+
+/// The cross-process part of a [`MultiGrid`] joined by this process.
+pub(super) struct AcrossProcesses {
+    group: ProcessGroup,
+    /// Every rank's counter line as this process maps it, by rank.
+    counters: Vec<ProcessMemory>,
+    /// The give-up word (the arrival word of host-party words without parties).
+    give_up: Arc<HostPartyWords>,
+    _on_failure: FailureListener,
+}
+
+impl MultiGrid {
+    /// The barrier of this process's grid on `gpu` with the grids of every other
+    /// process of `group`, one GPU each (rank `i` of the barrier is the group's rank
+    /// `i`). Collective: every process of the group calls it. Each process's GPU holds
+    /// its counter; every process maps every other's, after checking that its GPU
+    /// reaches the others' memory with native atomics. Launch with
+    /// [`launch`](Self::launch), one kernel: this process's.
+    ///
+    /// A process that dies (killed, crashed) or aborts ([`ProcessGroup::abort`]; a
+    /// launch's kernel that fails aborts by itself) breaks the barrier in every other
+    /// process: their kernels' waits end with `MultiGridError::Broken` (`sync` panics)
+    /// as soon as the group's watcher sees it (a socket's end) and a wait that has lasted
+    /// a millisecond next looks at the clock (every 32 polls), and
+    /// their later launches fail with [`CudaError::ProcessGroup`].
+    ///
+    /// Counterpart: NCCL's LSA barrier across the processes of a node (each process's
+    /// communicator, one GPU each), composed with `grid.sync()`.
+    ///
+    /// # Examples
+    ///
+    /// One process of a job started by `scoped-sync-run -n 2 -- my-program` (or
+    /// mpirun, torchrun, srun): the same program runs in each process; `step(MultiGrid,
+    /// u32)` calls `sync` once per step:
+    ///
+    /// ```no_run
+    /// use sync_host::cuda::{KernelArgs, LaunchConfig, MultiGrid, Runtime};
+    /// use sync_host::process::Rendezvous;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rendezvous = Rendezvous::from_env()?;
+    /// let gpu = Runtime::open(rendezvous.local_rank())?;
+    /// let group = rendezvous.join()?;
+    /// let mut barrier = MultiGrid::join(&gpu, &group)?;
+    /// let kernel = gpu.load_file("k.ptx")?.kernel("step")?;
+    /// // SAFETY: `step(MultiGrid, u32)`, the same number of `sync`s in every process.
+    /// unsafe { barrier.launch(&[&kernel], LaunchConfig::new(132, 256), vec![KernelArgs::new().arg(&100_u32)]) }?;
+    /// gpu.synchronize()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`PlacementError::PeerAttribute`] where this GPU cannot reach another's memory
+    /// with native atomics; [`CudaError::PeerNotVisible`] where another process's GPU
+    /// is hidden from this one; a failed collective ([`CudaError::ProcessGroup`]) or
+    /// driver call.
+    ///
+    /// # Panics
+    ///
+    /// If the group has more than [`multi_grid::MAX_RANKS`] (8) processes.
+    pub fn join(gpu: &Runtime, group: &ProcessGroup) -> Result<Self, PlacementError> {
+        assert!(
+            group.size() <= multi_grid::MAX_RANKS,
+            "MultiGrid::join: {} processes, at most {} take part in one barrier",
+            group.size(),
+            multi_grid::MAX_RANKS
+        );
+        let counters: Vec<ProcessMemory> = gpu
+            .share_with_processes(group, "MultiGrid", true, multi_grid::WORDS * 4, |_| true)?
+            .into_iter()
+            .map(|memory| memory.expect("every rank owns a counter"))
+            .collect();
+        let mut addresses = [0; multi_grid::MAX_RANKS];
+        for (address, memory) in addresses.iter_mut().zip(&counters) {
+            *address = memory.device_address();
+        }
+        let rank = group.rank();
+        gpu.bind()?;
+        let give_up = Arc::new(HostPartyWords::new(0, 1)?);
+        let on_failure = {
+            let give_up = Arc::clone(&give_up);
+            group.on_failure(move |_| give_up.give_up())
+        };
+        let mut param = MultiGridParam::new(
+            addresses,
+            u32::try_from(rank).expect("a rank below 8"),
+            u32::try_from(group.size()).expect("a size up to 8"),
+        );
+        param.host_arrivals = give_up.arrivals_address();
+        Ok(Self::from_parts(
+            vec![gpu.clone()],
+            Counters::Processes(AcrossProcesses {
+                group: group.clone(),
+                counters,
+                give_up,
+                _on_failure: on_failure,
+            }),
+            vec![param],
+        ))
+    }
+}
+
+impl AcrossProcesses {
+    /// Zeroes this process's counter once its GPU's earlier work ended (the caller
+    /// synchronized), then meets the group, which checks that every process launches
+    /// the same shape: after this every counter is zeroed and no kernel runs.
+    pub(super) fn prepare_launch(
+        &self,
+        gpu: &Runtime,
+        grid: Dim3,
+        block: Dim3,
+        shared: u32,
+    ) -> Result<(), CudaError> {
+        if let Some(failure) = self.group.failure() {
+            return Err(CudaError::ProcessGroup(ProcessGroupError::PeerFailed(
+                failure,
+            )));
+        }
+        let own = &self.counters[self.group.rank()];
+        // A failure from here on poisons the word again (and the meeting below fails).
+        self.give_up.zero();
+        gpu.bind()?;
+        // SAFETY: this process's live counter line; no kernel uses it (the caller
+        // synchronized the GPU).
+        unsafe { sys::cuMemsetD32_v2(own.device_address(), 0, multi_grid::WORDS) }
+            .result()
+            .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
+        gpu.synchronize()?;
+        let shape = format!(
+            "{}×{}×{} blocks of {}×{}×{} threads, {shared} B of shared memory",
+            grid.x, grid.y, grid.z, block.x, block.y, block.z
+        );
+        let shapes = self
+            .group
+            .all_gather(shape.as_bytes(), &[])
+            .map_err(CudaError::ProcessGroup)?;
+        if let Some((rank, theirs)) = shapes
+            .iter()
+            .map(|part| String::from_utf8_lossy(&part.bytes))
+            .enumerate()
+            .find(|(_, theirs)| *theirs != shape)
+        {
+            return Err(CudaError::ProcessGroup(ProcessGroupError::Mismatch {
+                what: format!(
+                    "MultiGrid launch shapes: rank {} launches {shape}, rank {rank} {theirs}",
+                    self.group.rank()
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    /// Tells the group this process's launch failed.
+    pub(super) fn abort(&self) {
+        self.group.abort();
+    }
+
+    /// Watches the kernel just launched on `gpu`'s stream from a thread of its own:
+    /// if it ends with an error, the group is aborted.
+    pub(super) fn watch_kernel(&self, gpu: &Runtime) -> Result<(), CudaError> {
+        let event = gpu
+            .stream
+            .record_event(None)
+            .map_err(CudaError::driver("record the multi-GPU kernel's end"))?;
+        let (group, gpu) = (self.group.clone(), gpu.clone());
+        std::thread::Builder::new()
+            .name("multi-grid-watch".into())
+            .spawn(move || {
+                if gpu.bind().is_err() {
+                    return;
+                }
+                loop {
+                    // SAFETY: a live event of this context.
+                    match unsafe { sys::cuEventQuery(event.cu_event()) } {
+                        sys::CUresult::CUDA_ERROR_NOT_READY => {
+                            if group.failure().is_some() {
+                                return;
+                            }
+                            std::thread::sleep(KERNEL_WATCH_PERIOD);
+                        }
+                        sys::CUresult::CUDA_SUCCESS => return,
+                        _ => {
+                            group.abort();
+                            return;
+                        }
+                    }
+                }
+            })
+            .map_err(|_| CudaError::Measurement("start the multi-GPU kernel's watch"))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,249 @@
+//! `MultiGrid` across processes, one GPU each (`MultiGrid::join` over a
+//! `ProcessGroup`): each test starts this binary once per GPU as the group's ranks
+//! (`rank`, which runs the scenario its environment names), as `scoped-sync-run` would.
+//!
+//! Needs two GPUs: without a CUDA driver each test prints "skipped: no CUDA driver",
+//! with one GPU "skipped: fewer than two GPUs". The barrier test takes every GPU of the
+//! machine; the death and trap tests GPUs 0 and 1.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use harness::Gpu;
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid};
+use scoped_sync::process::{
+    JobSecret, PeerFailure, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE, JOB_VARIABLE,
+    SECRET_VARIABLE,
+};
+
+/// The variable that makes `rank` run, and names its scenario.
+const SCENARIO: &str = "GPU_PROCESS_SCENARIO";
+
+/// Phases of the barrier test.
+const PHASES: u32 = 100_000;
+
+/// How many GPUs the machine has, or `None` after saying why the test is skipped.
+fn gpu_count() -> Option<usize> {
+    common::gpu_runtime()?;
+    let count = scoped_sync::cuda::Runtime::device_count().unwrap();
+    if count < 2 {
+        common::skip("fewer than two GPUs");
+        return None;
+    }
+    Some(count)
+}
+
+/// Starts `size` ranks of this binary running `scenario`; rank 1's standard output is
+/// piped (the death test reads it), the others' inherited.
+fn start_ranks(scenario: &str, size: usize) -> Vec<Child> {
+    let secret = JobSecret::generate().unwrap();
+    let job = format!("{scenario}-{}", std::process::id());
+    (0..size)
+        .map(|rank| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "rank", "--nocapture", "--test-threads=1"])
+                .env(SCENARIO, scenario)
+                .env("RANK", rank.to_string())
+                .env("WORLD_SIZE", size.to_string())
+                .env("LOCAL_RANK", rank.to_string())
+                .env(SECRET_VARIABLE, secret.to_hex())
+                .env(
+                    DIRECTORY_VARIABLE,
+                    std::env::temp_dir().join("gpu-process-tests"),
+                )
+                .env(JOB_VARIABLE, &job)
+                .stdout(if rank == 1 {
+                    Stdio::piped()
+                } else {
+                    Stdio::inherit()
+                })
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+/// Waits for every rank (at most `secs` seconds) and asserts each succeeded, but those
+/// in `killed`.
+fn expect_success(name: &str, ranks: Vec<Child>, killed: &[usize], secs: u64) {
+    common::hang_guard(name, secs, || {
+        for (rank, mut child) in ranks.into_iter().enumerate() {
+            if let Some(mut out) = child.stdout.take() {
+                std::io::copy(&mut out, &mut std::io::stdout()).unwrap();
+            }
+            let status = child.wait().unwrap();
+            if !killed.contains(&rank) {
+                assert!(status.success(), "{name}: rank {rank} failed ({status})");
+            }
+        }
+    });
+}
+
+#[test]
+fn a_multi_grid_across_processes_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
+    let Some(count) = gpu_count() else {
+        return;
+    };
+    let ranks = start_ranks("phases", count);
+    expect_success("MultiGrid across processes", ranks, &[], 300);
+}
+
+#[test]
+fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_after() {
+    if gpu_count().is_none() {
+        return;
+    }
+    let mut ranks = start_ranks("killed", 2);
+    let mut lines = BufReader::new(ranks[1].stdout.take().unwrap()).lines();
+    common::hang_guard("a killed process", 120, || loop {
+        let line = lines
+            .next()
+            .expect("rank 1 ended before its launch")
+            .unwrap();
+        println!("{line}");
+        if line.contains("launching") {
+            break;
+        }
+    });
+    // Mid-phase: by now rank 1's kernel runs ten million phases with rank 0's (a
+    // launch takes milliseconds, under a compute sanitizer seconds; with
+    // `CUDA_LAUNCH_BLOCKING=1` it returns only at the kernel's end, so the rank says so
+    // before it launches).
+    let launch = if common::under_compute_sanitizer().is_some() {
+        30
+    } else {
+        1
+    };
+    std::thread::sleep(Duration::from_secs(launch));
+    ranks[1].kill().unwrap();
+    expect_success("a killed process", ranks, &[1], 120);
+    // Nothing is left mapped or stuck: the same GPUs run a barrier again.
+    let again = start_ranks("phases", 2);
+    expect_success("MultiGrid after a killed process", again, &[], 300);
+}
+
+#[test]
+fn a_trapped_kernel_in_one_process_ends_the_others_waits_within_a_second() {
+    if gpu_count().is_none() {
+        return;
+    }
+    let ranks = start_ranks("trap", 2);
+    expect_success("a trapped kernel", ranks, &[], 120);
+}
+
+/// One rank of a test above; does nothing unless a test started it.
+#[test]
+fn rank() {
+    let Some(scenario) = std::env::var_os(SCENARIO) else {
+        return;
+    };
+    let rendezvous = Rendezvous::from_env()
+        .unwrap()
+        .timeout(Duration::from_secs(120));
+    let gpu = Gpu::open_ordinal(rendezvous.local_rank()).unwrap();
+    let group = rendezvous.join().unwrap();
+    let rank = group.rank();
+    let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
+    let per_gpu = blocks * threads;
+    let mut barrier = MultiGrid::join(&gpu, &group).unwrap();
+    assert_eq!(barrier.ranks(), group.size());
+    let slots = gpu
+        .zeros_for_processes(&group, 0, 2 * group.size() * per_gpu as usize)
+        .unwrap();
+    let counts = gpu.zeros::<u32>(2).unwrap();
+    let news: Arc<Mutex<Option<(PeerFailure, Instant)>>> = Arc::default();
+    let _listener = {
+        let news = Arc::clone(&news);
+        group.on_failure(move |failure| *news.lock().unwrap() = Some((failure, Instant::now())))
+    };
+    let (kernel, args, phases) = match (scenario.to_str().unwrap(), rank) {
+        ("trap", 1) => (
+            gpu.kernel("multi_grid_trap_after").unwrap(),
+            KernelArgs::new().arg(1_u32),
+            1,
+        ),
+        (scenario, _) => {
+            // racecheck judges every phase's shared-memory accesses: 1000 under it, as
+            // gpu_peer's barrier test.
+            let phases = match scenario {
+                "phases" if common::sanitizer_tool().as_deref() == Some("racecheck") => 1_000,
+                "phases" => PHASES,
+                _ => 10_000_000,
+            };
+            let counts = gpu.address(&counts);
+            let args = KernelArgs::new()
+                .arg(&slots)
+                .arg(phases)
+                .arg(10_000_u32)
+                .arg(counts)
+                .arg(counts + 4);
+            (gpu.kernel("multi_grid_phases").unwrap(), args, phases)
+        }
+    };
+    println!("rank {rank}: launching");
+    let started = Instant::now();
+    // SAFETY: `multi_grid_phases(MultiGrid, slots, phases, timeout_ms, failures,
+    // timeouts)` (or `multi_grid_trap_after(MultiGrid, phases)`) in every process, the
+    // same grid; `slots` holds `2 · ranks · per_gpu` words every GPU reaches; everything
+    // outlives the kernel.
+    let launched =
+        unsafe { barrier.launch(&[&kernel], LaunchConfig::new(blocks, threads), vec![args]) };
+    let ended = launched.and_then(|()| gpu.synchronize());
+    let took = started.elapsed();
+    let scenario = scenario.to_str().unwrap();
+    match (scenario, rank) {
+        ("phases", _) => {
+            ended.unwrap();
+            let [stale, failed] = download(&gpu, &counts);
+            assert_eq!(
+                (stale, failed),
+                (0, 0),
+                "rank {rank}: (stale neighbour slots, failed phases)"
+            );
+            println!(
+                "rank {rank}: {phases} phases of {blocks} × {threads} on each of {} GPUs in {took:?}: {:.0} ns a phase (with the launch)",
+                group.size(),
+                took.as_nanos() as f64 / f64::from(phases)
+            );
+            group.barrier().unwrap();
+        }
+        ("trap", 1) => {
+            let error = ended.unwrap_err();
+            assert!(matches!(error, CudaError::KernelTrapped { .. }), "{error}");
+        }
+        (_, 0) => {
+            ended.unwrap();
+            let [stale, failed] = download(&gpu, &counts);
+            assert_eq!(failed, per_gpu, "every thread's wait ended with an error");
+            if scenario == "trap" {
+                assert_eq!(stale, per_gpu, "rank 1 wrote no slot");
+            }
+            let (failure, at) = news.lock().unwrap().expect("the group's failure");
+            assert_eq!(failure.rank(), 1, "{failure}");
+            let after = at.elapsed();
+            println!("rank 0: {failure}; the kernel ended {after:?} after the news, {took:?} after the launch");
+            if common::under_compute_sanitizer().is_none() {
+                assert!(
+                    took < Duration::from_secs(8),
+                    "ended by the news, not the 10 s timeout"
+                );
+                assert!(
+                    after < Duration::from_secs(1),
+                    "the kernel ended {after:?} after the news"
+                );
+            }
+            let later = group.barrier().unwrap_err();
+            assert!(matches!(later, ProcessGroupError::PeerFailed(_)), "{later}");
+        }
+        (scenario, rank) => panic!("rank {rank} has no part in {scenario}"),
+    }
+}
+
+fn download(gpu: &Gpu, counts: &scoped_sync::cuda::cudarc::driver::CudaSlice<u32>) -> [u32; 2] {
+    let words = gpu.download(counts).unwrap();
+    [words[0], words[1]]
+}
