@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On a GPU host with two GPUs or more: builds multi_gpu_baselines.cu (baselines/ in the
 # repository) with nvcc and runs it beside `scoped-sync --multi-gpu`, alternating, in
-# one invocation, the barriers on GPUS GPUs (2 unless given); prints each of our figures
+# one invocation, the barriers on GPUS GPUs (2 unless given), in one process and in one
+# process per GPU (scoped-sync-run); prints each of our figures
 # beside the CUDA C++ ones of the same shape (best of the rounds) with the ratios ours /
 # CUDA C++ and the issue's targets for that many GPUs.
 # Where NCCL >= 2.28 is installed (NCCL_HOME, else the `nvidia-nccl` wheel of this
@@ -33,6 +34,8 @@ for round in $(seq "$rounds"); do
     fi
     echo "round $round: scoped-sync" >&2
     ./scoped-sync --multi-gpu "$gpus" >> "$work/lines.txt"
+    echo "round $round: scoped-sync, one process per GPU" >&2
+    ./scoped-sync-run -n "$gpus" -- ./scoped-sync --multi-gpu-processes >> "$work/lines.txt"
 done
 python3 - "$work/lines.txt" "$gpus" <<'PY'
 import re, sys
@@ -65,7 +68,10 @@ print()
 ours = "scoped-sync MultiGrid::sync"
 design = "MultiGrid's design (CUDA C++)"
 two = gpus == 2
-pairs = [(ours, "two-level (inbox per GPU)", 0.6),
+pairs = [("scoped-sync MultiGrid, processes", ours, 1.1),
+         ("scoped-sync MultiGrid, processes", "NCCL LSA per block + grid.sync", None),
+         ("scoped-sync MultiGrid, processes", "grid.sync + NCCL LSA + grid.sync", None),
+         (ours, "two-level (inbox per GPU)", 0.6),
          (ours, design, 1.0 if two else None),
          (ours, "design with MultiGrid's waits", None),
          (ours, "counter per GPU, fence per block", None),

@@ -35,6 +35,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Ok(Command::MultiGpuProcesses) => match multi_gpu::run_as_rank(&mut io::stdout().lock()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("scoped-sync: {error}");
+                ExitCode::FAILURE
+            }
+        },
         Ok(Command::Report(options)) => match run(&options) {
             Ok(code) => code,
             Err(error) => {

@@ -16,6 +16,9 @@ pub enum Command {
     /// Measure the barrier across this many GPUs (0 to N-1) and the handoff across
     /// GPUs 0 and 1.
     MultiGpu(u32),
+    /// Measure the barrier across the processes of a group (one GPU each), as one
+    /// rank of it (started by `scoped-sync-run`, mpirun, torchrun or srun).
+    MultiGpuProcesses,
 }
 
 /// Instances per litmus case unless the command line says otherwise.
@@ -84,6 +87,7 @@ Usage: scoped-sync [--json] [--quick] [--host-only | --gpu-only] [--scaling]
                    [--gate FILE --machine KIND [--calibrate]]
        scoped-sync --litmus [INSTANCES]
        scoped-sync --multi-gpu [GPUS]
+       scoped-sync-run -n GPUS -- scoped-sync --multi-gpu-processes
 
 Measures what each scoped-sync primitive costs on this machine, per thread scope,
 beside what programs use today (std::sync::Barrier, Mutex+Condvar semaphore and
@@ -124,6 +128,11 @@ Output:
                GPUS GPUs (2 unless given, at most 8) and a GpuToGpu handoff round
                trip across GPUs 0 and 1, in the lines of
                baselines/multi_gpu_baselines.cu (multi-compare.sh runs both)
+  --multi-gpu-processes
+               as one rank of a process group (one GPU each, the launcher's
+               RANK/WORLD_SIZE/LOCAL_RANK and job secret): MultiGrid::sync per
+               phase across the group's processes, printed by rank 0 in the
+               lines of --multi-gpu
   --litmus     instead of the report, run the GPU litmus suite (each case at least
                INSTANCES times, 10000000 unless given) and print, per case, the
                count of each outcome and whether the PTX memory model allows it
@@ -143,6 +152,14 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, UsageErr
             "-h" | "--help" => return Ok(Command::Help),
             "--litmus" => return litmus(args),
             "--multi-gpu" => return multi_gpu(args),
+            "--multi-gpu-processes" => {
+                return match args.next() {
+                    None => Ok(Command::MultiGpuProcesses),
+                    Some(extra) => Err(UsageError(format!(
+                        "--multi-gpu-processes takes no value (the launcher gives the count), not {extra}"
+                    ))),
+                }
+            }
             "--json" => options.json = true,
             "--quick" => options.quick = true,
             "--host-only" => options.sections = sections(options.sections, Sections::HostOnly)?,
@@ -339,6 +356,11 @@ mod tests {
         assert_eq!(parse_strs(&["--multi-gpu"]), Ok(Command::MultiGpu(2)));
         assert_eq!(parse_strs(&["--multi-gpu", "4"]), Ok(Command::MultiGpu(4)));
         assert_eq!(parse_strs(&["--multi-gpu", "8"]), Ok(Command::MultiGpu(8)));
+        assert_eq!(
+            parse_strs(&["--multi-gpu-processes"]),
+            Ok(Command::MultiGpuProcesses)
+        );
+        assert!(parse_strs(&["--multi-gpu-processes", "2"]).is_err());
         for bad in ["1", "9", "four", "--json"] {
             assert!(parse_strs(&["--multi-gpu", bad]).is_err(), "{bad}");
         }

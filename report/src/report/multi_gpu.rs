@@ -10,6 +10,7 @@ use std::io::{self, Write};
 
 use harness::Gpu;
 use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, PeerMemory};
+use scoped_sync::process::Rendezvous;
 use scoped_sync::{GpuToGpu, HandoffSemaphore};
 
 /// Barrier phases per launch, as the anchor.
@@ -68,6 +69,62 @@ pub fn run(out: &mut impl Write, count: u32) -> Result<(), Box<dyn std::error::E
         let ns = best_of(|| round_trip_ns([gpus[0], gpus[1]], spin))?;
         line(out, label, 1, 1, ns, "round trip")?;
     }
+    Ok(())
+}
+
+/// `--multi-gpu-processes`: as one rank of a process group (one GPU each, its local
+/// rank's), the barrier of every rank's grid per phase, [`BLOCK_SIZES`] threads a
+/// block and the fewest SMs of the group's GPUs as blocks; rank 0 prints the lines.
+///
+/// # Errors
+///
+/// A launcher's environment that is missing or wrong, a failed collective or driver
+/// call.
+pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error>> {
+    let rendezvous = Rendezvous::from_env()?;
+    let gpu = match Gpu::open_ordinal(rendezvous.local_rank()) {
+        Ok(gpu) => gpu,
+        Err(CudaError::NoDriver) => {
+            writeln!(out, "skipped: no CUDA driver")?;
+            return Ok(());
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let group = rendezvous.join()?;
+    let sms = group.all_gather(&gpu.sm_count()?.to_le_bytes(), &[])?;
+    let blocks = sms
+        .iter()
+        .map(|part| u32::from_le_bytes(part.bytes[..4].try_into().expect("4 bytes")))
+        .min()
+        .expect("one rank at least");
+    let mut barrier = MultiGrid::join(&gpu, &group)?;
+    let kernel = gpu.kernel("multi_grid_timed")?;
+    let elapsed = gpu.zeros::<u64>(1)?;
+    if group.rank() == 0 {
+        writeln!(out, "gpus   {} (one process each)", group.size())?;
+    }
+    for threads in BLOCK_SIZES {
+        let ns = best_of(|| {
+            let args = KernelArgs::new().arg(PHASES).arg(&elapsed);
+            // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` in every process,
+            // the same grid; `elapsed` outlives the kernel (synchronized below).
+            unsafe { barrier.launch(&[&kernel], LaunchConfig::new(blocks, threads), vec![args]) }?;
+            gpu.synchronize()?;
+            Ok(gpu.download(&elapsed)?[0] as f64 / f64::from(PHASES - 1))
+        })?;
+        if group.rank() == 0 {
+            line(
+                out,
+                "scoped-sync MultiGrid, processes",
+                blocks,
+                threads,
+                ns,
+                "barrier",
+            )?;
+        }
+    }
+    // Nobody unmaps its counter while another still launches.
+    group.barrier()?;
     Ok(())
 }
 
