@@ -4,7 +4,7 @@
 //!
 //! Needs two GPUs: without a CUDA driver each test prints "skipped: no CUDA driver",
 //! with one GPU "skipped: fewer than two GPUs". The barrier test takes every GPU of the
-//! machine; the death and trap tests GPUs 0 and 1.
+//! machine; the `System` barrier, death and trap tests GPUs 0 and 1.
 
 mod common;
 
@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use harness::Gpu;
 use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid};
 use scoped_sync::process::{
-    JobSecret, PeerFailure, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE, JOB_VARIABLE,
-    SECRET_VARIABLE,
+    JobSecret, PeerFailure, ProcessGroup, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE,
+    JOB_VARIABLE, SECRET_VARIABLE,
 };
+use scoped_sync::Barrier;
 
 /// The variable that makes `rank` run, and names its scenario.
 const SCENARIO: &str = "GPU_PROCESS_SCENARIO";
@@ -127,6 +128,15 @@ fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_afte
 }
 
 #[test]
+fn a_system_barrier_in_one_processs_gpu_runs_100000_phases_for_kernels_of_both() {
+    if gpu_count().is_none() {
+        return;
+    }
+    let ranks = start_ranks("system-barrier", 2);
+    expect_success("a System barrier across processes", ranks, &[], 300);
+}
+
+#[test]
 fn a_trapped_kernel_in_one_process_ends_the_others_waits_within_a_second() {
     if gpu_count().is_none() {
         return;
@@ -146,6 +156,9 @@ fn rank() {
         .timeout(Duration::from_secs(120));
     let gpu = Gpu::open_ordinal(rendezvous.local_rank()).unwrap();
     let group = rendezvous.join().unwrap();
+    if scenario == "system-barrier" {
+        return system_barrier_rank(&gpu, &group);
+    }
     let rank = group.rank();
     let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
     let per_gpu = blocks * threads;
@@ -246,4 +259,52 @@ fn rank() {
 fn download(gpu: &Gpu, counts: &scoped_sync::cuda::cudarc::driver::CudaSlice<u32>) -> [u32; 2] {
     let words = gpu.download(counts).unwrap();
     [words[0], words[1]]
+}
+
+/// Phases of the `System` barrier test.
+const BARRIER_PHASES: u32 = 100_000;
+
+/// One rank of the `System` barrier test: a `Barrier<System>` in rank 0's memory that
+/// every thread of both ranks' launches arrives at, each checking a slot written by a
+/// thread of the other process (`peer_barrier_phases`), as `gpu_peer`'s barrier in one
+/// GPU's memory used by two GPUs of one process.
+fn system_barrier_rank(gpu: &Gpu, group: &ProcessGroup) {
+    let (blocks, threads) = (2_u32, 64_u32);
+    let per_gpu = blocks * threads;
+    let members = per_gpu * group.size() as u32;
+    let barrier = gpu
+        .place_for_processes(group, 0, &Barrier::new(members))
+        .unwrap();
+    let slots = gpu
+        .zeros_for_processes(group, 0, 2 * members as usize)
+        .unwrap();
+    let failures = gpu.zeros::<u32>(1).unwrap();
+    let args = KernelArgs::new()
+        .arg(&barrier)
+        .arg(&slots)
+        .arg(members)
+        .arg(group.rank() as u32 * per_gpu)
+        .arg(BARRIER_PHASES)
+        .arg(&failures);
+    let kernel = gpu.kernel("peer_barrier_phases").unwrap();
+    let started = Instant::now();
+    // SAFETY: `peer_barrier_phases(barrier, slots, members, first, phases, failures)`:
+    // the barrier expects every launch's threads (`members`), `slots` holds
+    // `2 · members` words, each rank's members are its own range; everything is mapped
+    // in every process and outlives the kernels (the group meets below first).
+    unsafe { kernel.launch(LaunchConfig::new(blocks, threads), args) }.unwrap();
+    gpu.synchronize().unwrap();
+    let took = started.elapsed();
+    assert_eq!(
+        gpu.download(&failures).unwrap(),
+        [0],
+        "rank {}: stale partner slots or timed-out phases",
+        group.rank()
+    );
+    println!(
+        "rank {}: {BARRIER_PHASES} phases of a System barrier across {} processes: {took:?}",
+        group.rank(),
+        group.size()
+    );
+    group.barrier().unwrap();
 }

@@ -28,6 +28,7 @@ use sync_shared::layout::multi_grid;
 
 use super::multi_grid::{Counters, MultiGrid, MultiGridParam};
 use super::multi_grid_host::HostPartyWords;
+use super::process_memory::Sharing;
 use super::{CudaError, Dim3, PlacementError, ProcessMemory, Runtime};
 use crate::process::{FailureListener, ProcessGroup, ProcessGroupError};
 
@@ -102,8 +103,15 @@ impl MultiGrid {
             group.size(),
             multi_grid::MAX_RANKS
         );
+        let sharing = Sharing {
+            object: "MultiGrid",
+            rmw_from_every_party: true,
+            len: multi_grid::WORDS * 4,
+            bytes: None,
+            same_address: false,
+        };
         let counters: Vec<ProcessMemory> = gpu
-            .share_with_processes(group, "MultiGrid", true, multi_grid::WORDS * 4, |_| true)?
+            .share_with_processes(group, &sharing, |_| true)?
             .into_iter()
             .map(|memory| memory.expect("every rank owns a counter"))
             .collect();

@@ -15,7 +15,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 
 use cudarc::driver::sys;
 
-use super::{CudaError, PlacementError, Runtime};
+use super::{CudaError, DeviceObject, PlacementError, Runtime, Shareable};
 use crate::process::ProcessGroup;
 
 /// Device memory of one process's GPU mapped into every process of a group: kernels in
@@ -126,23 +126,76 @@ impl Runtime {
             "zeros_for_processes: rank {owner} of a group of {}",
             group.size()
         );
-        let mut shared =
-            self.share_with_processes(group, "process words", false, words * 4, |rank| {
-                rank == owner
-            })?;
+        let sharing = Sharing {
+            object: "process words",
+            rmw_from_every_party: false,
+            len: words * 4,
+            bytes: None,
+            same_address: false,
+        };
+        let mut shared = self.share_with_processes(group, &sharing, |rank| rank == owner)?;
         Ok(shared.swap_remove(owner).expect("the owner's memory"))
     }
 
-    /// Every process of `group` for which `owns(rank)` holds `len` zeroed bytes of its
-    /// GPU, mapped in every process: by rank, `None` for the others. Collective.
+    /// Places a copy of `object`, built on the host, in the GPU of the group's rank
+    /// `owner`, mapped in every process of `group`, for kernels of every process, after
+    /// checking that each process's GPU reaches the owner's with native atomics.
+    /// Collective: every process calls it with the same `owner` and an equal `object`
+    /// (only the owner's is copied). Kernels take
+    /// [`ProcessMemory::device_address`] (each process's own) as a pointer to the
+    /// device flavour.
+    ///
+    /// The objects: a `System`-scope `Barrier`, `Latch` or `CountingSemaphore`. The bus
+    /// objects (`HandoffSemaphore<GpuToGpu>`, `BusStopSource`) hold the address of
+    /// their GPU-side words, so every process must map them at the owner's address,
+    /// which address-space randomization usually makes taken in another process: they
+    /// are tried there, and refused with [`CudaError::AddressTaken`] otherwise.
+    ///
+    /// Counterpart: an object in memory shared with `cudaIpcOpenMemHandle`, used
+    /// through `cuda::atomic_ref<T, thread_scope_system>` (libcu++).
+    ///
+    /// # Errors
+    ///
+    /// As [`zeros_for_processes`](Self::zeros_for_processes), with native atomics
+    /// checked; [`CudaError::AddressTaken`] for an object that holds its own address
+    /// where this process cannot map it at the owner's.
+    ///
+    /// # Panics
+    ///
+    /// If `owner` is not a rank of the group.
+    pub fn place_for_processes<T: DeviceObject + Shareable>(
+        &self,
+        group: &ProcessGroup,
+        owner: usize,
+        object: &T,
+    ) -> Result<ProcessMemory, PlacementError> {
+        assert!(
+            owner < group.size(),
+            "place_for_processes: rank {owner} of a group of {}",
+            group.size()
+        );
+        let bytes = |address| super::runtime::bytes_at(object, address);
+        let sharing = Sharing {
+            object: T::NAME,
+            rmw_from_every_party: true,
+            len: std::mem::size_of::<T>(),
+            bytes: Some(&bytes),
+            same_address: holds_its_address(object),
+        };
+        let mut shared = self.share_with_processes(group, &sharing, |rank| rank == owner)?;
+        Ok(shared.swap_remove(owner).expect("the owner's memory"))
+    }
+
+    /// Every process of `group` for which `owns(rank)` holds `sharing.len` bytes of its
+    /// GPU (zeros, or the owner's object), mapped in every process: by rank, `None`
+    /// for the others. Collective.
     pub(super) fn share_with_processes(
         &self,
         group: &ProcessGroup,
-        object: &'static str,
-        rmw_from_every_party: bool,
-        len: usize,
+        sharing: &Sharing<'_>,
         owns: impl Fn(usize) -> bool,
     ) -> Result<Vec<Option<ProcessMemory>>, PlacementError> {
+        let len = sharing.len;
         self.bind()?;
         let device = self.context.cu_device();
         let prop = allocation_properties(self.ordinal());
@@ -166,8 +219,16 @@ impl Runtime {
             unsafe { sys::cuMemCreate(&mut handle, mapped, &prop, 0) }
                 .result()
                 .map_err(CudaError::driver("allocate exportable GPU memory"))?;
-            let memory = self.map(group.rank(), handle, len, mapped)?;
+            let memory = self.map(group.rank(), handle, len, mapped, None)?;
             zero(&memory)?;
+            if let Some(bytes) = sharing.bytes {
+                let bytes = bytes(memory.address);
+                assert_eq!(bytes.len(), len, "process memory: the bytes to copy");
+                // SAFETY: the fresh mapping holds at least `len` bytes; no kernel uses it.
+                unsafe { sys::cuMemcpyHtoD_v2(memory.address, bytes.as_ptr().cast(), len) }
+                    .result()
+                    .map_err(CudaError::driver("copy an object to process memory"))?;
+            }
             let mut fd: libc::c_int = -1;
             // SAFETY: a POSIX descriptor handle is written as an int.
             unsafe {
@@ -187,6 +248,8 @@ impl Runtime {
         };
         let mut mine = device_uuid(device)?.to_vec();
         mine.extend_from_slice(&(mapped as u64).to_le_bytes());
+        let address = own.as_ref().map_or(0, |(memory, _)| memory.address);
+        mine.extend_from_slice(&address.to_le_bytes());
         let fds: Vec<_> = own.iter().map(|(_, fd)| fd.as_fd()).collect();
         let parts = group
             .all_gather(&mine, &fds)
@@ -198,19 +261,21 @@ impl Runtime {
                 shared.push(None);
                 continue;
             }
-            let (uuid, size) = part.bytes.split_at(16);
-            let size = usize::try_from(u64::from_le_bytes(size.try_into().expect("8 bytes")))
-                .expect("a size of this machine");
+            let word =
+                |at: usize| u64::from_le_bytes(part.bytes[at..at + 8].try_into().expect("8"));
+            let uuid = &part.bytes[..16];
+            let size = usize::try_from(word(16)).expect("a size of this machine");
+            let at = sharing.same_address.then(|| word(24));
             let owner_device = device_with_uuid(uuid).ok_or_else(|| CudaError::PeerNotVisible {
                 rank,
                 uuid: format_uuid(uuid),
             })?;
-            self.check_reach(owner_device, object, rmw_from_every_party)?;
+            self.check_reach(owner_device, sharing.object, sharing.rmw_from_every_party)?;
             let memory = match own.take() {
                 Some(memory) if rank == group.rank() => memory,
                 other => {
                     own = other;
-                    self.map(rank, import(&part.fds[0])?, len, size)?
+                    self.map(rank, import(&part.fds[0])?, len, size, at)?
                 }
             };
             shared.push(Some(memory));
@@ -253,24 +318,38 @@ impl Runtime {
         link.admits(object, rmw_from_every_party)
     }
 
-    /// Maps `handle` (`size` bytes) here and lets this GPU read and write it, zeroing it
-    /// if this process owns it.
+    /// Maps `handle` (`size` bytes) here, at `at` if given, and lets this GPU read and
+    /// write it.
     fn map(
         &self,
         owner: usize,
         handle: sys::CUmemGenericAllocationHandle,
         bytes: usize,
         size: usize,
+        at: Option<sys::CUdeviceptr>,
     ) -> Result<ProcessMemory, CudaError> {
         let mut address = 0;
-        // SAFETY: out-pointer to a local; any address, default alignment.
-        let reserved = unsafe { sys::cuMemAddressReserve(&mut address, size, 0, 0, 0) };
-        if let Err(error) = reserved.result() {
+        // SAFETY: out-pointer to a local; default alignment; `at` (or 0) is a hint.
+        let reserved =
+            unsafe { sys::cuMemAddressReserve(&mut address, size, 0, at.unwrap_or(0), 0) };
+        let refused = match (reserved.result(), at) {
+            (Err(error), _) => Some(CudaError::driver("reserve addresses for process memory")(
+                error,
+            )),
+            (Ok(()), Some(wanted)) if address != wanted => {
+                // SAFETY: reserved just above, nothing mapped in it.
+                unsafe { sys::cuMemAddressFree(address, size) };
+                Some(CudaError::AddressTaken {
+                    rank: owner,
+                    address: wanted,
+                })
+            }
+            (Ok(()), _) => None,
+        };
+        if let Some(error) = refused {
             // SAFETY: the handle is ours and unmapped.
             unsafe { sys::cuMemRelease(handle) };
-            return Err(CudaError::driver("reserve addresses for process memory")(
-                error,
-            ));
+            return Err(error);
         }
         // From here the drop unmaps, frees the range and releases the handle.
         let memory = ProcessMemory {
@@ -295,6 +374,27 @@ impl Runtime {
             .map_err(CudaError::driver("grant this GPU access to process memory"))?;
         Ok(memory)
     }
+}
+
+/// Whether `object`'s bytes in GPU memory depend on where it lies (a bus object's
+/// GPU-side words hold their address).
+fn holds_its_address<T: DeviceObject>(object: &T) -> bool {
+    super::runtime::bytes_at(object, 0x1_0000) != super::runtime::bytes_at(object, 0x2_0000)
+}
+
+/// What [`Runtime::share_with_processes`] shares.
+pub(super) struct Sharing<'a> {
+    /// The object's name, for the peer checks' errors.
+    pub(super) object: &'static str,
+    /// Whether every process's GPU read-modify-writes the memory (native peer atomics
+    /// checked).
+    pub(super) rmw_from_every_party: bool,
+    /// Bytes asked for.
+    pub(super) len: usize,
+    /// The owner's bytes, given the address the memory lies at (`None`: zeros).
+    pub(super) bytes: Option<&'a dyn Fn(sys::CUdeviceptr) -> Vec<u8>>,
+    /// Whether every process maps the memory at the owner's address (the bytes hold it).
+    pub(super) same_address: bool,
 }
 
 /// Zeroes `memory` (the owner's, before anyone uses it) on this process's GPU and
@@ -378,6 +478,16 @@ fn format_uuid(uuid: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bus_objects_hold_their_address_and_the_primitives_do_not() {
+        use crate::{Barrier, BusStopSource, CountingSemaphore, GpuToGpu, HandoffSemaphore, Latch};
+        assert!(holds_its_address(&HandoffSemaphore::<GpuToGpu>::new(0)));
+        assert!(holds_its_address(&BusStopSource::new()));
+        assert!(!holds_its_address(&Latch::new(2)));
+        assert!(!holds_its_address(&Barrier::new(2)));
+        assert!(!holds_its_address(&CountingSemaphore::<4>::new(1)));
+    }
 
     #[test]
     fn a_uuid_prints_as_nvidia_smi_does() {
