@@ -135,9 +135,9 @@ impl fmt::Debug for JobSecret {
 /// Two processes of one job, here two threads of one test:
 ///
 /// ```
-/// use std::time::Duration;
 /// use sync_host::process::{JobSecret, Rendezvous};
 ///
+/// # if cfg!(miri) { return; } // sockets and directories are foreign to Miri
 /// let secret = JobSecret::generate().unwrap();
 /// let directory = std::env::temp_dir().join(format!("doc-rendezvous-{}", std::process::id()));
 /// let join = |rank| {
@@ -770,6 +770,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "getrandom is a foreign call")]
     fn a_secret_round_trips_through_hex_and_never_prints() {
         let secret = JobSecret::generate().unwrap();
         assert_eq!(secret.to_hex().len(), 2 * JobSecret::BYTES);
@@ -781,6 +782,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "makes a directory, which Miri's isolation refuses")]
     fn a_directory_other_users_may_enter_is_refused() {
         let directory = std::env::temp_dir().join(format!("sspg-open-{}", std::process::id()));
         private_directory(&directory).unwrap();

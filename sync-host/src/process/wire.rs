@@ -237,6 +237,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg_attr(miri, ignore = "sockets and sendmsg are foreign calls")]
     fn a_message_arrives_whole_with_its_descriptors() {
         let (a, b) = pair().unwrap();
         let mut temp = tempfile();
@@ -256,6 +257,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "sockets are foreign calls")]
     fn a_message_without_the_header_is_refused() {
         let (a, b) = pair().unwrap();
         // SAFETY: a valid buffer of 3 bytes.
