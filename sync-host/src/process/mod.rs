@@ -11,7 +11,7 @@
 //! after a timeout.
 //!
 //! `sync_host::cuda::MultiGrid::join` builds the multi-GPU barrier on a group; its docs
-//! show a whole program. `docs/multi-node.md` has the recipes.
+//! show a whole program, and docs/multi-gpu.md ("One process per GPU") the recipes.
 
 mod error;
 mod rendezvous;
