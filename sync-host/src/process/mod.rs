@@ -15,6 +15,8 @@
 
 mod error;
 mod rendezvous;
+mod secret;
+mod socket;
 mod wire;
 
 use std::collections::VecDeque;
@@ -24,7 +26,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use error::{PeerFailure, ProcessGroupError};
-pub use rendezvous::{JobSecret, Rendezvous, DIRECTORY_VARIABLE, JOB_VARIABLE, SECRET_VARIABLE};
+pub use rendezvous::{Rendezvous, DIRECTORY_VARIABLE, JOB_VARIABLE, SECRET_VARIABLE};
+pub use secret::JobSecret;
 use wire::{Kind, Message};
 
 /// One process's part of a collective ([`ProcessGroup::all_gather`]).

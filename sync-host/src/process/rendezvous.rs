@@ -3,12 +3,13 @@
 //! [`JobSecret`] every process of the job must present.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::secret::JobSecret;
+use super::socket::{peer_uid, socket, socket_address, wait_readable, RemoveOnDrop};
 use super::wire::{self, Kind};
 use super::{ProcessGroup, ProcessGroupError};
 
@@ -27,99 +28,6 @@ const PROTOCOL: u32 = 1;
 /// How long the coordinator waits for one joining process's hello once connected (a
 /// process that connects and says nothing must not stall the job).
 const HELLO_PATIENCE: Duration = Duration::from_secs(5);
-
-/// Random bytes every process of one job presents when it joins: a process of
-/// another job, or of none, cannot attach to the group's memory. Made by the launcher
-/// ([`generate`](Self::generate)) and passed in [`SECRET_VARIABLE`] as hex.
-#[derive(Clone, PartialEq, Eq)]
-pub struct JobSecret(Vec<u8>);
-
-impl JobSecret {
-    /// Bytes of a generated secret.
-    pub const BYTES: usize = 32;
-
-    /// A fresh secret from the kernel's random source (`getrandom(2)`).
-    ///
-    /// # Errors
-    ///
-    /// If the kernel has no random bytes to give.
-    pub fn generate() -> std::io::Result<Self> {
-        let mut bytes = vec![0_u8; Self::BYTES];
-        let mut filled = 0;
-        while filled < bytes.len() {
-            // SAFETY: writes at most the rest of `bytes`.
-            let got = unsafe {
-                libc::getrandom(bytes[filled..].as_mut_ptr().cast(), bytes.len() - filled, 0)
-            };
-            if got < 0 {
-                let error = std::io::Error::last_os_error();
-                if error.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(error);
-                }
-            } else {
-                filled += got as usize;
-            }
-        }
-        Ok(Self(bytes))
-    }
-
-    /// The secret of `hex`: at least 32 hex digits (128 bits), at most 128.
-    ///
-    /// # Errors
-    ///
-    /// A message saying what is wrong with `hex`.
-    pub fn from_hex(hex: &str) -> Result<Self, String> {
-        let hex = hex.trim();
-        if hex.len() < 32 || hex.len() > 128 || hex.len() % 2 != 0 {
-            return Err(format!(
-                "a job secret is 32 to 128 hex digits, an even count; this one has {}",
-                hex.len()
-            ));
-        }
-        let digits: Option<Vec<u8>> = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(hex.get(i..i + 2)?, 16).ok())
-            .collect();
-        digits
-            .map(Self)
-            .ok_or_else(|| "a job secret holds only the digits 0-9 and a-f".to_owned())
-    }
-
-    /// The secret as lowercase hex (what [`SECRET_VARIABLE`] holds).
-    pub fn to_hex(&self) -> String {
-        self.0.iter().map(|byte| format!("{byte:02x}")).collect()
-    }
-
-    /// Compares without stopping at the first difference (the time a refusal takes
-    /// says nothing of how much of a guess was right).
-    fn matches(&self, other: &[u8]) -> bool {
-        self.0.len() == other.len()
-            && self
-                .0
-                .iter()
-                .zip(other)
-                .fold(0_u8, |acc, (a, b)| acc | (a ^ b))
-                == 0
-    }
-
-    /// A job name derived from the secret (FNV-1a): the same in every process, and it
-    /// does not show the secret.
-    fn job_name(&self) -> String {
-        let hash = self
-            .0
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, &byte| {
-                (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
-            });
-        format!("{hash:016x}")
-    }
-}
-
-impl fmt::Debug for JobSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("JobSecret(..)")
-    }
-}
 
 /// Where and as whom one process joins its job's [`ProcessGroup`]: its rank, the
 /// group's size, the job's secret, the rendezvous directory. Rank 0 is the
@@ -596,97 +504,6 @@ pub(super) fn private_directory(directory: &Path) -> Result<(), ProcessGroupErro
     Ok(())
 }
 
-/// A sequenced-packet Unix socket.
-fn socket() -> Result<OwnedFd, ProcessGroupError> {
-    // SAFETY: no pointers.
-    let fd = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0) };
-    if fd < 0 {
-        return Err(ProcessGroupError::io("open a Unix socket")(
-            std::io::Error::last_os_error(),
-        ));
-    }
-    // SAFETY: a fresh descriptor.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn socket_address(path: &Path) -> Result<libc::sockaddr_un, ProcessGroupError> {
-    // SAFETY: plain data, all-zero is empty.
-    let mut address: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    address.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
-    if bytes.len() >= address.sun_path.len() {
-        return Err(ProcessGroupError::Environment {
-            variable: DIRECTORY_VARIABLE,
-            problem: format!(
-                "the socket path {} is longer than a Unix socket's {} bytes; name a shorter directory",
-                path.display(),
-                address.sun_path.len() - 1
-            ),
-        });
-    }
-    for (to, &from) in address.sun_path.iter_mut().zip(bytes) {
-        *to = from as libc::c_char;
-    }
-    Ok(address)
-}
-
-/// The user id of the process at the other end of `link` (`SO_PEERCRED`).
-fn peer_uid(link: &OwnedFd) -> Option<u32> {
-    // SAFETY: plain data.
-    let mut credentials: libc::ucred = unsafe { std::mem::zeroed() };
-    let mut length = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `credentials` and `length` are valid out-pointers of the option's size.
-    let done = unsafe {
-        libc::getsockopt(
-            link.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            std::ptr::addr_of_mut!(credentials).cast(),
-            &mut length,
-        )
-    };
-    (done == 0).then_some(credentials.uid)
-}
-
-/// Waits until `fd` is readable (or closed) or `deadline` passes; false on the deadline.
-pub(super) fn wait_readable(
-    fd: std::os::fd::BorrowedFd<'_>,
-    deadline: Instant,
-) -> Result<bool, ProcessGroupError> {
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let mut poll = libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let millis = i32::try_from(left.as_millis().max(1)).unwrap_or(i32::MAX);
-        // SAFETY: one valid pollfd.
-        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
-        if ready > 0 {
-            return Ok(true);
-        }
-        if ready < 0 {
-            let error = std::io::Error::last_os_error();
-            if error.kind() != std::io::ErrorKind::Interrupted {
-                return Err(ProcessGroupError::io("poll a group socket")(error));
-            }
-        } else if Instant::now() >= deadline {
-            return Ok(false);
-        }
-    }
-}
-
-/// Removes the socket file once rank 0 stops listening: nothing of the job is left on
-/// disk.
-struct RemoveOnDrop<'a>(&'a Path);
-
-impl Drop for RemoveOnDrop<'_> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(self.0);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -767,18 +584,6 @@ mod tests {
             (SECRET_VARIABLE, "abcd"),
         ]);
         assert!(short.contains("32 to 128 hex digits"), "{short}");
-    }
-
-    #[test]
-    #[cfg_attr(miri, ignore = "getrandom is a foreign call")]
-    fn a_secret_round_trips_through_hex_and_never_prints() {
-        let secret = JobSecret::generate().unwrap();
-        assert_eq!(secret.to_hex().len(), 2 * JobSecret::BYTES);
-        assert_eq!(JobSecret::from_hex(&secret.to_hex()).unwrap(), secret);
-        assert_ne!(JobSecret::generate().unwrap(), secret);
-        assert_eq!(format!("{secret:?}"), "JobSecret(..)");
-        assert!(JobSecret::from_hex(&"g".repeat(64)).is_err());
-        assert!(secret.matches(&secret.0) && !secret.matches(&[0; JobSecret::BYTES]));
     }
 
     #[test]
