@@ -225,6 +225,32 @@ fn an_abort_reaches_every_rank_and_a_goodbye_is_no_failure() {
     assert!(left.contains("rank 1 left the group"), "{left}");
 }
 
+#[test]
+fn processes_at_different_collectives_fail_the_call_in_every_process() {
+    let secret = JobSecret::generate().unwrap();
+    let ranks = on_threads("step", 3, 0..3, &secret, |group| {
+        group.barrier().unwrap();
+        let error = if group.rank() == 2 {
+            group.all_gather(b"x", &[]).unwrap_err()
+        } else {
+            group.barrier().unwrap_err()
+        };
+        assert!(group.failure().is_none(), "a mismatch is no failure");
+        // The group goes on once its processes agree again.
+        group.barrier().unwrap();
+        error.to_string()
+    });
+    for rank in ranks {
+        let error = rank.join().unwrap();
+        assert!(
+            error.contains(
+                "rank 0 calls barrier (its collective 2), rank 2 all_gather (its collective 2)"
+            ),
+            "{error}"
+        );
+    }
+}
+
 fn tempfile(name: &str) -> std::fs::File {
     let path = std::env::temp_dir().join(format!("sspg-{name}-{}", std::process::id()));
     let file = std::fs::OpenOptions::new()

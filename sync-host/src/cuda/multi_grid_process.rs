@@ -177,7 +177,7 @@ impl AcrossProcesses {
         );
         let shapes = self
             .group
-            .all_gather(shape.as_bytes(), &[])
+            .all_gather_as("MultiGrid::launch", shape.as_bytes(), &[])
             .map_err(CudaError::ProcessGroup)?;
         if let Some((rank, theirs)) = shapes
             .iter()

@@ -251,8 +251,15 @@ impl Runtime {
         let address = own.as_ref().map_or(0, |(memory, _)| memory.address);
         mine.extend_from_slice(&address.to_le_bytes());
         let fds: Vec<_> = own.iter().map(|(_, fd)| fd.as_fd()).collect();
+        // The collective's name says what is shared and by whom: processes that share
+        // different things at once fail here, not with each other's memory.
+        let owners: Vec<usize> = (0..group.size()).filter(|&rank| owns(rank)).collect();
+        let what = format!(
+            "sharing {} ({len} bytes, owned by ranks {owners:?})",
+            sharing.object
+        );
         let parts = group
-            .all_gather(&mine, &fds)
+            .all_gather_as(&what, &mine, &fds)
             .map_err(CudaError::ProcessGroup)?;
         let mut own = own.map(|(memory, _fd)| memory);
         let mut shared = Vec::with_capacity(parts.len());

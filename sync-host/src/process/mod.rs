@@ -21,6 +21,7 @@ mod wire;
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -69,6 +70,8 @@ struct Shared {
     rank: usize,
     size: usize,
     timeout: Duration,
+    /// Collectives this process has called.
+    steps: AtomicU64,
     /// Rank 0: a link to every other rank (`links[0]` absent); any other rank: its link
     /// to rank 0 at `links[0]`.
     links: Vec<Option<Link>>,
@@ -126,6 +129,7 @@ impl ProcessGroup {
             rank,
             size,
             timeout,
+            steps: AtomicU64::new(0),
             links: links
                 .into_iter()
                 .map(|socket| {
@@ -188,16 +192,34 @@ impl ProcessGroup {
         self.shared.lock().failure
     }
 
-    /// Every process's `bytes` and `fds` (at most 64 descriptors from each, 64 in all),
-    /// by rank, its own included (its descriptors duplicated). Collective.
+    /// Every process's `bytes` and `fds` (at most 64 descriptors in all), by rank, its
+    /// own included (its descriptors duplicated). Collective: called by every process,
+    /// the group's collectives in the same order in each (a process at another
+    /// collective fails the call everywhere with [`ProcessGroupError::Mismatch`]).
     ///
     /// # Errors
     ///
     /// [`ProcessGroupError::PeerFailed`] once a process failed (before or during the
     /// call), [`ProcessGroupError::PeerLeft`] if one left in order,
+    /// [`ProcessGroupError::Mismatch`] if the processes are at different collectives
+    /// (or give more than 64 descriptors in all),
     /// [`ProcessGroupError::TimedOut`] after the group's timeout, or a failed send.
     pub fn all_gather(
         &self,
+        bytes: &[u8],
+        fds: &[BorrowedFd<'_>],
+    ) -> Result<Vec<Contribution>, ProcessGroupError> {
+        self.all_gather_as("all_gather", bytes, fds)
+    }
+
+    /// [`all_gather`](Self::all_gather) as the collective named `what`: rank 0 checks
+    /// that every process is at the same collective (the same name and the same count
+    /// of collectives before it), and otherwise fails the call in every process with
+    /// [`ProcessGroupError::Mismatch`] naming both, instead of pairing the parts of two
+    /// different collectives.
+    pub(crate) fn all_gather_as(
+        &self,
+        what: &str,
         bytes: &[u8],
         fds: &[BorrowedFd<'_>],
     ) -> Result<Vec<Contribution>, ProcessGroupError> {
@@ -214,28 +236,56 @@ impl ProcessGroup {
         if let Some(failure) = self.failure() {
             return Err(ProcessGroupError::PeerFailed(failure));
         }
+        let step = Step {
+            what: what.to_owned(),
+            number: self.shared.steps.fetch_add(1, Ordering::Relaxed) + 1,
+        };
         let deadline = Instant::now() + self.shared.timeout;
         if self.shared.size == 1 {
             return Ok(vec![own()?]);
         }
         if self.shared.rank != 0 {
-            self.shared.send(0, Kind::Contribute, bytes, fds)?;
+            let mut payload = step.encode();
+            payload.extend_from_slice(bytes);
+            self.shared.send(0, Kind::Contribute, &payload, fds)?;
             let gathered = self.shared.next_message(0, deadline)?;
-            if gathered.kind != Kind::Gathered {
-                return Err(unexpected(gathered.kind));
-            }
-            return unpack(&gathered.payload, gathered.fds, self.shared.size);
+            return match gathered.kind {
+                Kind::Gathered => unpack(&gathered.payload, gathered.fds, self.shared.size),
+                Kind::OutOfStep => Err(ProcessGroupError::Mismatch {
+                    what: String::from_utf8_lossy(&gathered.payload).into_owned(),
+                }),
+                other => Err(unexpected(other)),
+            };
         }
         let mut parts = vec![own()?];
+        let mut out_of_step = None;
         for rank in 1..self.shared.size {
             let part = self.shared.next_message(rank, deadline)?;
             if part.kind != Kind::Contribute {
                 return Err(unexpected(part.kind));
             }
+            let (theirs, bytes) =
+                Step::decode(&part.payload).ok_or_else(|| ProcessGroupError::Io {
+                    operation: "read a contribution",
+                    error: wire::invalid("a contribution without its collective's name"),
+                })?;
+            if theirs != step && out_of_step.is_none() {
+                out_of_step = Some(format!(
+                    "collectives out of step: rank 0 calls {} (its collective {}), rank {rank} {} (its collective {})",
+                    step.what, step.number, theirs.what, theirs.number
+                ));
+            }
             parts.push(Contribution {
-                bytes: part.payload,
+                bytes: bytes.to_vec(),
                 fds: part.fds,
             });
+        }
+        if let Some(what) = out_of_step {
+            for rank in 1..self.shared.size {
+                self.shared
+                    .send(rank, Kind::OutOfStep, what.as_bytes(), &[])?;
+            }
+            return Err(ProcessGroupError::Mismatch { what });
         }
         let mut payload = Vec::new();
         for part in &parts {
@@ -248,13 +298,16 @@ impl ProcessGroup {
             .flat_map(|part| part.fds.iter().map(AsFd::as_fd))
             .collect();
         if all.len() > wire::MAX_FDS {
-            return Err(ProcessGroupError::Mismatch {
-                what: format!(
-                    "{} descriptors in one all-gather, at most {}",
-                    all.len(),
-                    wire::MAX_FDS
-                ),
-            });
+            let what = format!(
+                "{} descriptors in one all-gather, at most {}",
+                all.len(),
+                wire::MAX_FDS
+            );
+            for rank in 1..self.shared.size {
+                self.shared
+                    .send(rank, Kind::OutOfStep, what.as_bytes(), &[])?;
+            }
+            return Err(ProcessGroupError::Mismatch { what });
         }
         for rank in 1..self.shared.size {
             self.shared.send(rank, Kind::Gathered, &payload, &all)?;
@@ -268,7 +321,7 @@ impl ProcessGroup {
     ///
     /// As [`all_gather`](Self::all_gather).
     pub fn barrier(&self) -> Result<(), ProcessGroupError> {
-        self.all_gather(&[], &[]).map(drop)
+        self.all_gather_as("barrier", &[], &[]).map(drop)
     }
 
     /// Tells every process that this one's GPU work failed (its kernel trapped, say):
@@ -503,6 +556,32 @@ impl Shared {
                 self.changed.notify_all();
             }
         }
+    }
+}
+
+/// Which collective a contribution belongs to: its name and its number among the
+/// process's collectives (1 for the first).
+#[derive(Debug, PartialEq, Eq)]
+struct Step {
+    what: String,
+    number: u64,
+}
+
+impl Step {
+    /// The step as the head of a contribution: the number, the name's length, the name.
+    fn encode(&self) -> Vec<u8> {
+        let mut head = self.number.to_le_bytes().to_vec();
+        head.extend_from_slice(&(self.what.len() as u32).to_le_bytes());
+        head.extend_from_slice(self.what.as_bytes());
+        head
+    }
+
+    /// The step at the head of `payload`, and the bytes after it.
+    fn decode(payload: &[u8]) -> Option<(Self, &[u8])> {
+        let number = u64::from_le_bytes(payload.get(..8)?.try_into().ok()?);
+        let length = u32::from_le_bytes(payload.get(8..12)?.try_into().ok()?) as usize;
+        let what = String::from_utf8_lossy(payload.get(12..12 + length)?).into_owned();
+        Some((Self { what, number }, &payload[12 + length..]))
     }
 }
 

@@ -38,6 +38,9 @@ pub(super) enum Kind {
     Failed = 7,
     /// To the coordinator: this process's GPU work failed; the group cannot go on.
     Abort = 8,
+    /// From the coordinator, in place of `Gathered`: the processes are at different
+    /// collectives (the payload says which, UTF-8).
+    OutOfStep = 9,
 }
 
 impl Kind {
@@ -51,6 +54,7 @@ impl Kind {
             6 => Self::Goodbye,
             7 => Self::Failed,
             8 => Self::Abort,
+            9 => Self::OutOfStep,
             _ => return None,
         })
     }
