@@ -147,7 +147,8 @@ impl Runtime {
     ///
     /// The objects: a `System`-scope `Barrier`, `Latch` or `CountingSemaphore`. The bus
     /// objects (`HandoffSemaphore<GpuToGpu>`, `BusStopSource`) hold the address of
-    /// their GPU-side words, so every process must map them at the owner's address,
+    /// their GPU-side words ([`DeviceObject::HOLDS_ITS_ADDRESS`]), so every process must
+    /// map them at the owner's address,
     /// which address-space randomization usually makes taken in another process: they
     /// are tried there, and refused with [`CudaError::AddressTaken`] otherwise.
     ///
@@ -180,7 +181,7 @@ impl Runtime {
             rmw_from_every_party: true,
             len: std::mem::size_of::<T>(),
             bytes: Some(&bytes),
-            same_address: holds_its_address(object),
+            same_address: T::HOLDS_ITS_ADDRESS,
         };
         let mut shared = self.share_with_processes(group, &sharing, |rank| rank == owner)?;
         Ok(shared.swap_remove(owner).expect("the owner's memory"))
@@ -383,12 +384,6 @@ impl Runtime {
     }
 }
 
-/// Whether `object`'s bytes in GPU memory depend on where it lies (a bus object's
-/// GPU-side words hold their address).
-fn holds_its_address<T: DeviceObject>(object: &T) -> bool {
-    super::runtime::bytes_at(object, 0x1_0000) != super::runtime::bytes_at(object, 0x2_0000)
-}
-
 /// What [`Runtime::share_with_processes`] shares.
 pub(super) struct Sharing<'a> {
     /// The object's name, for the peer checks' errors.
@@ -489,11 +484,31 @@ mod tests {
     #[test]
     fn bus_objects_hold_their_address_and_the_primitives_do_not() {
         use crate::{Barrier, BusStopSource, CountingSemaphore, GpuToGpu, HandoffSemaphore, Latch};
-        assert!(holds_its_address(&HandoffSemaphore::<GpuToGpu>::new(0)));
-        assert!(holds_its_address(&BusStopSource::new()));
-        assert!(!holds_its_address(&Latch::new(2)));
-        assert!(!holds_its_address(&Barrier::new(2)));
-        assert!(!holds_its_address(&CountingSemaphore::<4>::new(1)));
+        use sync_shared::bus::GpuSideLines;
+        // The claim against the behaviour: a bus object placed at an address points its
+        // GPU side words into itself there (read through the lines, not the bytes:
+        // the lines' padding is not initialized).
+        let semaphore = HandoffSemaphore::<GpuToGpu>::new(0);
+        // SAFETY: a host object no kernel uses; the address is only stored.
+        unsafe { DeviceObject::attach_in_gpu_memory(&semaphore, 0x1_0000) };
+        let attached: Vec<u64> = GpuSideLines::gpu_side_lines(&semaphore)
+            .into_iter()
+            .flatten()
+            .map(|line| line.gpu_word())
+            .collect();
+        assert!(!attached.is_empty());
+        assert!(attached
+            .iter()
+            .all(|&word| (0x1_0000..0x1_0000 + 192).contains(&word)));
+        // The claims, checked when the test compiles.
+        const {
+            assert!(HandoffSemaphore::<GpuToGpu>::HOLDS_ITS_ADDRESS);
+            assert!(BusStopSource::HOLDS_ITS_ADDRESS);
+            assert!(<[BusStopSource; 2]>::HOLDS_ITS_ADDRESS);
+            assert!(!Latch::HOLDS_ITS_ADDRESS);
+            assert!(!Barrier::HOLDS_ITS_ADDRESS);
+            assert!(!CountingSemaphore::<4>::HOLDS_ITS_ADDRESS);
+        }
     }
 
     #[test]

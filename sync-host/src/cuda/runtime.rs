@@ -272,6 +272,11 @@ impl Runtime {
 /// pointers or closures), with the same layout as its device flavour, and has no
 /// destructor; `attach_in_gpu_memory` only stores to GPU side words.
 pub unsafe trait DeviceObject {
+    /// Whether the object's bytes in GPU memory hold their own address (a bus object's
+    /// GPU side words, see [`attach_in_gpu_memory`](Self::attach_in_gpu_memory)): such
+    /// an object must lie at the same address for every process that maps it.
+    const HOLDS_ITS_ADDRESS: bool = false;
+
     /// Prepares the host's copy of the bytes that will lie at device address `address`
     /// (device or peer memory): a bus object's GPU side words are pointed at
     /// themselves there (see `sync_shared::bus::SideLine`); nothing for the others.
@@ -310,6 +315,8 @@ pub(super) fn bytes_at<T: DeviceObject>(object: &T, address: sys::CUdeviceptr) -
 /// The `DeviceObject` methods of a bus object: its GPU side lines point at themselves.
 macro_rules! attach_bus_lines {
     () => {
+        const HOLDS_ITS_ADDRESS: bool = true;
+
         unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
             // SAFETY: the caller's contract, which is `GpuSideLines`' too.
             unsafe { sync_shared::bus::GpuSideLines::attach_in_gpu_memory(self, address) }
@@ -336,6 +343,8 @@ unsafe impl DeviceObject for crate::BusStopSource {
 // SAFETY: an array of such objects has their layout back to back, without padding
 // (each size is a multiple of its alignment).
 unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {
+    const HOLDS_ITS_ADDRESS: bool = T::HOLDS_ITS_ADDRESS;
+
     unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
         for (index, element) in self.iter().enumerate() {
             let offset = (index * std::mem::size_of::<T>()) as sys::CUdeviceptr;
