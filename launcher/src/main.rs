@@ -8,18 +8,43 @@
 //! with `sync_host::process::Rendezvous::from_env()`. When a rank fails (a non-zero
 //! exit or a signal), the others learn it through the group at once; any still running
 //! after the grace period (5 s unless given) are killed, as mpirun does. The exit code
-//! is the first failed rank's (128 + the signal for a signal), else 0.
+//! is the first failed rank's (128 + the signal for a signal), else 0. A `SIGINT` or
+//! `SIGTERM` to the launcher (Ctrl-C, a batch system's end of the job) is passed on to
+//! every rank, and the grace period runs from then.
 //!
 //! Counterpart: `torchrun --standalone --nproc-per-node N`, `mpirun -n N`.
 
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitCode, ExitStatus};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use sync_host::process::{JobSecret, JOB_VARIABLE, SECRET_VARIABLE};
 
 /// How often the launcher looks at its ranks.
 const POLL: Duration = Duration::from_millis(10);
+
+/// The last `SIGINT` or `SIGTERM` the launcher received (0: none), for the ranks.
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+/// The signal handler: only records the signal (an atomic store is async-signal-safe);
+/// the loop passes it on.
+extern "C" fn record(signal: libc::c_int) {
+    RECEIVED.store(signal, Ordering::Relaxed);
+}
+
+/// Records `SIGINT` and `SIGTERM` instead of dying of them.
+fn catch_termination() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: `record` is an `extern "C" fn(c_int)` that only stores to an atomic.
+        unsafe {
+            libc::signal(
+                signal,
+                record as extern "C" fn(libc::c_int) as libc::sighandler_t,
+            )
+        };
+    }
+}
 
 const USAGE: &str =
     "usage: scoped-sync-run -n N [--job NAME] [--grace SECONDS] -- PROGRAM [ARGS...]";
@@ -109,6 +134,7 @@ fn run(options: &Options) -> Result<u8, String> {
         .job
         .clone()
         .unwrap_or_else(|| format!("run-{}", std::process::id()));
+    catch_termination();
     let mut ranks: Vec<Option<Child>> = Vec::with_capacity(options.ranks);
     for rank in 0..options.ranks {
         let started = Command::new(&options.program[0])
@@ -129,7 +155,17 @@ fn run(options: &Options) -> Result<u8, String> {
         }
     }
     let mut first_failure: Option<(usize, ExitStatus, Instant)> = None;
+    let mut ended_at: Option<Instant> = None;
     while ranks.iter().any(Option::is_some) {
+        let signal = RECEIVED.swap(0, Ordering::Relaxed);
+        if signal != 0 {
+            eprintln!("scoped-sync-run: passing signal {signal} on to the ranks");
+            for child in ranks.iter().flatten() {
+                // SAFETY: a child of ours not yet waited for: its pid is still its own.
+                unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+            }
+            ended_at.get_or_insert_with(Instant::now);
+        }
         for (rank, slot) in ranks.iter_mut().enumerate() {
             let Some(child) = slot else { continue };
             let Some(status) = child.try_wait().map_err(|error| error.to_string())? else {
@@ -141,10 +177,14 @@ fn run(options: &Options) -> Result<u8, String> {
                 first_failure = Some((rank, status, Instant::now()));
             }
         }
-        if let Some((_, _, at)) = first_failure {
+        let since = [first_failure.map(|(_, _, at)| at), ended_at]
+            .into_iter()
+            .flatten()
+            .min();
+        if let Some(at) = since {
             if at.elapsed() >= options.grace && ranks.iter().any(Option::is_some) {
                 eprintln!(
-                    "scoped-sync-run: killing the ranks still running {:?} after the failure",
+                    "scoped-sync-run: killing the ranks still running {:?} after the failure or signal",
                     options.grace
                 );
                 kill_all(&mut ranks);

@@ -51,3 +51,34 @@ fn a_bad_command_line_says_how_to_use_it() {
         "{text}"
     );
 }
+
+#[test]
+fn a_sigterm_to_the_launcher_reaches_every_rank() {
+    let mut launcher = Command::new(RUN)
+        .args(["-n", "2", "--grace", "20", "--", "sh", "-c"])
+        // Each rank says it is ready, then ends with 7 at SIGTERM.
+        .arg("trap 'exit 7' TERM; echo ready; while :; do sleep 0.05; done")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines =
+        std::io::BufRead::lines(std::io::BufReader::new(launcher.stdout.take().unwrap()));
+    for _ in 0..2 {
+        assert_eq!(lines.next().unwrap().unwrap(), "ready");
+    }
+    let started = Instant::now();
+    // SAFETY: the launcher is our child, not yet waited for: its pid is its own.
+    let sent = unsafe { libc::kill(launcher.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0);
+    let status = launcher.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(7),
+        "the ranks' exit code, not the launcher's death"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
