@@ -233,9 +233,7 @@ impl MultiGrid {
 
     /// Launches `kernels[i]` (a kernel of GPU `i`'s runtime) cooperatively on each GPU,
     /// `config`'s shape each, on each runtime's default stream, each from a host
-    /// thread of its own (a barrier [`join`](Self::join)ed by this process: one kernel,
-    /// on this process's GPU, after the group met; every process launches the same
-    /// shape) (so the kernels meet even where a launch returns only when its
+    /// thread of its own (so the kernels meet even where a launch returns only when its
     /// kernel ends, `CUDA_LAUNCH_BLOCKING=1`): its first parameter is the GPU's
     /// `sync_device::MultiGrid`, then `args[i]`. The launches are cooperative whether
     /// `config` says so or not. First every GPU's shape is checked;
@@ -245,6 +243,10 @@ impl MultiGrid {
     /// launched; synchronize the runtimes to wait for them. `&mut self`: one launch of a
     /// barrier at a time.
     ///
+    /// A barrier [`join`](Self::join)ed across processes launches one kernel, on this
+    /// process's GPU: each process zeroes its own counter, then the group meets and
+    /// checks that every process launches the same shape.
+    ///
     /// # Errors
     ///
     /// [`CudaError::GridTooLarge`] if a GPU cannot hold every block of its grid at once,
@@ -252,12 +254,14 @@ impl MultiGrid {
     /// checked on every GPU before anything is launched); a failed driver call. If one
     /// GPU's launch fails after another's succeeded, the launched kernels run until
     /// their waits time out: synchronize every runtime before using the barrier again.
+    /// Across processes: [`CudaError::ProcessGroup`] if the group failed or the shapes
+    /// differ (`ProcessGroupError::Mismatch`); a launch that fails aborts the group.
     ///
     /// # Panics
     ///
-    /// If `kernels` and `args` do not hold one entry per GPU this process launches on,
-    /// with `kernels[i]` a kernel of GPU `i`, or if `config` names a stream (each GPU's launch is on its
-    /// runtime's own stream).
+    /// If `kernels` and `args` do not hold one entry per GPU this process launches
+    /// on, with `kernels[i]` a kernel of GPU `i`, or if `config` names a stream (each
+    /// GPU's launch is on its runtime's own stream).
     ///
     /// # Safety
     ///
