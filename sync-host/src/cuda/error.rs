@@ -112,6 +112,9 @@ pub enum CudaError {
         /// The address, the owner's.
         address: u64,
     },
+    /// NVSHMEM is missing, failed, or cannot do what was asked.
+    #[cfg(target_os = "linux")]
+    Nvshmem(super::NvshmemError),
 }
 
 impl CudaError {
@@ -192,6 +195,8 @@ impl fmt::Display for CudaError {
             Self::Measurement(what) => write!(f, "measurement invalid: {what}"),
             #[cfg(target_os = "linux")]
             Self::ProcessGroup(error) => error.fmt(f),
+            #[cfg(target_os = "linux")]
+            Self::Nvshmem(error) => error.fmt(f),
             Self::PeerNotVisible { rank, uuid } => write!(
                 f,
                 "the GPU of rank {rank} ({uuid}) is not visible in this process: every process \

@@ -46,6 +46,8 @@ mod multi_grid_host;
 #[cfg(target_os = "linux")]
 mod multi_grid_process;
 mod nvrtc;
+#[cfg(target_os = "linux")]
+mod nvshmem;
 mod peer;
 mod placement;
 mod polled;
@@ -70,6 +72,8 @@ pub use module::{EmbeddedModule, KernelBuild, Module, PtxUnavailable, KERNEL_BUI
 pub use multi_grid::MultiGrid;
 pub use multi_grid_host::{HostParty, HostPartyError};
 pub use nvrtc::{CudaSource, CUDA_HEADER, CUDA_HEADER_NAME};
+#[cfg(target_os = "linux")]
+pub use nvshmem::{Nvshmem, NvshmemError, SymmetricMemory, HOME_VARIABLE as NVSHMEM_HOME_VARIABLE};
 pub use peer::{PeerLink, PeerMemory};
 pub use placement::{GpuWords, Managed, Mapped, Placed, PlacementError, Shareable};
 pub use polled::Polled;
