@@ -29,7 +29,7 @@ use sync_shared::layout::multi_grid;
 use super::multi_grid::{Counters, MultiGrid, MultiGridParam};
 use super::multi_grid_host::HostPartyWords;
 use super::process_memory::Sharing;
-use super::{CudaError, Dim3, PlacementError, ProcessMemory, Runtime};
+use super::{CudaError, Dim3, Nvshmem, PlacementError, ProcessMemory, Runtime, SymmetricMemory};
 use crate::process::{FailureListener, ProcessGroup, ProcessGroupError};
 
 /// How often the watch on a launched kernel asks whether it ended.
@@ -38,11 +38,29 @@ const KERNEL_WATCH_PERIOD: Duration = Duration::from_millis(1);
 /// The cross-process part of a [`MultiGrid`] joined by this process.
 pub(super) struct AcrossProcesses {
     group: ProcessGroup,
-    /// Every rank's counter line as this process maps it, by rank.
-    counters: Vec<ProcessMemory>,
+    /// Where the counter lines live.
+    counters: CounterMemory,
     /// The give-up word (the arrival word of host-party words without parties).
     give_up: Arc<HostPartyWords>,
     _on_failure: FailureListener,
+}
+
+/// The memory of every rank's counter line, kept mapped while the barrier lives.
+enum CounterMemory {
+    /// Each process's own GPU memory, exported to the others (driver IPC), by rank.
+    Driver(Vec<ProcessMemory>),
+    /// One allocation of NVSHMEM's symmetric heap: each PE's copy is its counter.
+    Nvshmem(SymmetricMemory),
+}
+
+impl CounterMemory {
+    /// This process's own counter line, at its own address.
+    fn own_address(&self, rank: usize) -> sys::CUdeviceptr {
+        match self {
+            Self::Driver(counters) => counters[rank].device_address(),
+            Self::Nvshmem(memory) => memory.device_address(),
+        }
+    }
 }
 
 impl MultiGrid {
@@ -119,6 +137,72 @@ impl MultiGrid {
         for (address, memory) in addresses.iter_mut().zip(&counters) {
             *address = memory.device_address();
         }
+        Self::across_processes(gpu, group, addresses, CounterMemory::Driver(counters))
+    }
+
+    /// [`join`](Self::join) with the counters in NVSHMEM's symmetric heap: the barrier
+    /// of this process's grid with the grids of every other PE of `shmem` (rank `i` of
+    /// the barrier is PE `i`), each GPU reaching the others' counters at the addresses
+    /// `nvshmem_ptr` gives (NVLink or PCIe peer access: NVSHMEM's direct-pointer path).
+    /// The kernels, the launch and what a dead or failed process does are those of
+    /// [`join`](Self::join). Collective: every process calls it.
+    ///
+    /// Counterpart: NVSHMEM's `nvshmemx_barrier_all_block` composed with
+    /// `grid.sync()` on each GPU.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use sync_host::cuda::{KernelArgs, LaunchConfig, MultiGrid, Nvshmem, Runtime};
+    /// use sync_host::process::Rendezvous;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rendezvous = Rendezvous::from_env()?;
+    /// let gpu = Runtime::open(rendezvous.local_rank())?;
+    /// let shmem = Nvshmem::start(&gpu, &rendezvous.join()?)?;
+    /// let mut barrier = MultiGrid::join_nvshmem(&shmem)?;
+    /// let kernel = gpu.load_file("k.ptx")?.kernel("step")?;
+    /// // SAFETY: `step(MultiGrid, u32)`, the same number of `sync`s in every process.
+    /// unsafe { barrier.launch(&[&kernel], LaunchConfig::new(132, 256), vec![KernelArgs::new().arg(&100_u32)]) }?;
+    /// gpu.synchronize()?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// [`NvshmemError::NotReachable`](super::NvshmemError::NotReachable) where a
+    /// peer's heap is not load/store reachable (the path through NVSHMEM's signal
+    /// operations is not built yet); otherwise as [`join`](Self::join).
+    ///
+    /// # Panics
+    ///
+    /// If the job has more than [`multi_grid::MAX_RANKS`] (8) PEs.
+    pub fn join_nvshmem(shmem: &Nvshmem) -> Result<Self, PlacementError> {
+        let (gpu, group) = (shmem.gpu(), shmem.group());
+        assert!(
+            group.size() <= multi_grid::MAX_RANKS,
+            "MultiGrid::join_nvshmem: {} PEs, at most {} take part in one barrier",
+            group.size(),
+            multi_grid::MAX_RANKS
+        );
+        gpu.check_group_reach(group, "MultiGrid", true)?;
+        let counters = shmem.zeros(multi_grid::WORDS * 4)?;
+        let mut addresses = [0; multi_grid::MAX_RANKS];
+        for (pe, address) in addresses.iter_mut().enumerate().take(group.size()) {
+            *address = counters.peer_address(pe).map_err(CudaError::Nvshmem)?;
+        }
+        Self::across_processes(gpu, group, addresses, CounterMemory::Nvshmem(counters))
+    }
+
+    /// The barrier of this process (rank `group.rank()`) over the counters at
+    /// `addresses` (by rank, as this process's kernels reach them).
+    fn across_processes(
+        gpu: &Runtime,
+        group: &ProcessGroup,
+        addresses: [sys::CUdeviceptr; multi_grid::MAX_RANKS],
+        counters: CounterMemory,
+    ) -> Result<Self, PlacementError> {
         let rank = group.rank();
         gpu.bind()?;
         let give_up = Arc::new(HostPartyWords::new(0, 1)?);
@@ -161,13 +245,13 @@ impl AcrossProcesses {
                 failure,
             )));
         }
-        let own = &self.counters[self.group.rank()];
+        let own = self.counters.own_address(self.group.rank());
         // A failure from here on poisons the word again (and the meeting below fails).
         self.give_up.zero();
         gpu.bind()?;
         // SAFETY: this process's live counter line; no kernel uses it (the caller
         // synchronized the GPU).
-        unsafe { sys::cuMemsetD32_v2(own.device_address(), 0, multi_grid::WORDS) }
+        unsafe { sys::cuMemsetD32_v2(own, 0, multi_grid::WORDS) }
             .result()
             .map_err(CudaError::driver("zero a multi-GPU barrier's counter"))?;
         gpu.synchronize()?;

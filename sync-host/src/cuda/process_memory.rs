@@ -291,6 +291,29 @@ impl Runtime {
         Ok(shared)
     }
 
+    /// Checks that this GPU reaches every other process's GPU of `group` as `object`
+    /// needs (found by UUID). Collective.
+    pub(super) fn check_group_reach(
+        &self,
+        group: &ProcessGroup,
+        object: &'static str,
+        rmw_from_every_party: bool,
+    ) -> Result<(), PlacementError> {
+        let mine = device_uuid(self.context.cu_device())?;
+        let parts = group
+            .all_gather_as(&format!("the GPUs of {object}"), &mine, &[])
+            .map_err(CudaError::ProcessGroup)?;
+        for (rank, part) in parts.iter().enumerate() {
+            let device =
+                device_with_uuid(&part.bytes).ok_or_else(|| CudaError::PeerNotVisible {
+                    rank,
+                    uuid: format_uuid(&part.bytes),
+                })?;
+            self.check_reach(device, object, rmw_from_every_party)?;
+        }
+        Ok(())
+    }
+
     /// Whether this GPU reaches `owner`'s memory as `object` needs.
     fn check_reach(
         &self,
