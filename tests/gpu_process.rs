@@ -3,8 +3,11 @@
 //! (`rank`, which runs the scenario its environment names), as `scoped-sync-run` would.
 //!
 //! Needs two GPUs: without a CUDA driver each test prints "skipped: no CUDA driver",
-//! with one GPU "skipped: fewer than two GPUs". The barrier test takes every GPU of the
-//! machine; the `System` barrier, death and trap tests GPUs 0 and 1.
+//! with one GPU "skipped: fewer than two GPUs". The barrier tests take every GPU of the
+//! machine; the `System` barrier, death and trap tests GPUs 0 and 1. The tests of the
+//! barrier in NVSHMEM's symmetric heap (`MultiGrid::join_nvshmem`) need NVSHMEM 3
+//! (`NVSHMEM_HOME`, or an active Python environment with the `nvidia-nvshmem-cu13`
+//! wheel): without it they print "skipped: no NVSHMEM".
 
 mod common;
 
@@ -14,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::Gpu;
-use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid};
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, Nvshmem};
 use scoped_sync::process::{
     JobSecret, PeerFailure, ProcessGroup, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE,
     JOB_VARIABLE, SECRET_VARIABLE,
@@ -36,6 +39,17 @@ fn gpu_count() -> Option<usize> {
         return None;
     }
     Some(count)
+}
+
+/// Whether NVSHMEM's host library is here, after saying why the test is skipped if not.
+fn nvshmem_found() -> bool {
+    match Nvshmem::library() {
+        Ok(_) => true,
+        Err(error) => {
+            common::skip(&format!("no NVSHMEM ({error})"));
+            false
+        }
+    }
 }
 
 /// Starts `size` ranks of this binary running `scenario`; rank 1's standard output is
@@ -94,11 +108,38 @@ fn a_multi_grid_across_processes_runs_100000_phases_with_a_cross_gpu_neighbour_c
 }
 
 #[test]
+fn a_multi_grid_in_nvshmems_heap_runs_100000_phases_with_a_cross_gpu_neighbour_check() {
+    let Some(count) = gpu_count() else {
+        return;
+    };
+    if !nvshmem_found() {
+        return;
+    }
+    let ranks = start_ranks("nvshmem-phases", count);
+    expect_success("MultiGrid in NVSHMEM's heap", ranks, &[], 300);
+}
+
+#[test]
 fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_after() {
     if gpu_count().is_none() {
         return;
     }
-    let mut ranks = start_ranks("killed", 2);
+    kill_rank_1_mid_phase("");
+}
+
+#[test]
+fn a_killed_process_ends_the_nvshmem_barriers_waits_and_no_survivor_hangs() {
+    if gpu_count().is_none() || !nvshmem_found() {
+        return;
+    }
+    kill_rank_1_mid_phase("nvshmem-");
+}
+
+/// Starts two ranks of the `killed` scenario (its variant named by `engine`, "" or
+/// "nvshmem-"), kills rank 1 once its kernel runs, expects rank 0 to end on its own,
+/// then runs the barrier again on the same GPUs.
+fn kill_rank_1_mid_phase(engine: &str) {
+    let mut ranks = start_ranks(&format!("{engine}killed"), 2);
     let mut lines = BufReader::new(ranks[1].stdout.take().unwrap()).lines();
     common::hang_guard("a killed process", 120, || loop {
         let line = lines
@@ -123,7 +164,7 @@ fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_afte
     ranks[1].kill().unwrap();
     expect_success("a killed process", ranks, &[1], 120);
     // Nothing is left mapped or stuck: the same GPUs run a barrier again.
-    let again = start_ranks("phases", 2);
+    let again = start_ranks(&format!("{engine}phases"), 2);
     expect_success("MultiGrid after a killed process", again, &[], 300);
 }
 
@@ -162,18 +203,35 @@ fn rank() {
     let rank = group.rank();
     let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
     let per_gpu = blocks * threads;
-    let mut barrier = MultiGrid::join(&gpu, &group).unwrap();
+    let words = 2 * group.size() * per_gpu as usize;
+    // The barrier, and the slots in rank 0's GPU: by driver IPC, or in NVSHMEM's heap
+    // (the slots are rank 0's copy of a symmetric allocation there).
+    let scenario = scenario.to_str().unwrap();
+    let (scenario, nvshmem) = match scenario.strip_prefix("nvshmem-") {
+        Some(scenario) => (scenario, true),
+        None => (scenario, false),
+    };
+    let (mut barrier, slots, _slots_memory): (MultiGrid, u64, Box<dyn std::any::Any>) = if nvshmem {
+        let shmem = Nvshmem::start(&gpu, &group).unwrap();
+        if rank == 0 {
+            println!("rank 0: {}", shmem.version());
+        }
+        let barrier = MultiGrid::join_nvshmem(&shmem).unwrap();
+        let slots = shmem.zeros(words * 4).unwrap();
+        (barrier, slots.peer_address(0).unwrap(), Box::new(slots))
+    } else {
+        let barrier = MultiGrid::join(&gpu, &group).unwrap();
+        let slots = gpu.zeros_for_processes(&group, 0, words).unwrap();
+        (barrier, slots.device_address(), Box::new(slots))
+    };
     assert_eq!(barrier.ranks(), group.size());
-    let slots = gpu
-        .zeros_for_processes(&group, 0, 2 * group.size() * per_gpu as usize)
-        .unwrap();
     let counts = gpu.zeros::<u32>(2).unwrap();
     let news: Arc<Mutex<Option<(PeerFailure, Instant)>>> = Arc::default();
     let _listener = {
         let news = Arc::clone(&news);
         group.on_failure(move |failure| *news.lock().unwrap() = Some((failure, Instant::now())))
     };
-    let (kernel, args, phases) = match (scenario.to_str().unwrap(), rank) {
+    let (kernel, args, phases) = match (scenario, rank) {
         ("trap", 1) => (
             gpu.kernel("multi_grid_trap_after").unwrap(),
             KernelArgs::new().arg(1_u32),
@@ -189,7 +247,7 @@ fn rank() {
             };
             let counts = gpu.address(&counts);
             let args = KernelArgs::new()
-                .arg(&slots)
+                .arg(slots)
                 .arg(phases)
                 .arg(10_000_u32)
                 .arg(counts)
@@ -207,7 +265,6 @@ fn rank() {
         unsafe { barrier.launch(&[&kernel], LaunchConfig::new(blocks, threads), vec![args]) };
     let ended = launched.and_then(|()| gpu.synchronize());
     let took = started.elapsed();
-    let scenario = scenario.to_str().unwrap();
     match (scenario, rank) {
         ("phases", _) => {
             ended.unwrap();
