@@ -27,10 +27,13 @@
 #                                         # its grid barrier with the project's)
 #   nvcc ... DIR/mapped-line.cu           # why round trips share one mapped line (see
 #                                         # the file)
-#   bash DIR/multi-compare.sh [ROUNDS]    # two GPUs: MultiGrid and the GpuToGpu handoff
-#                                         # beside CUDA C++ (multi_gpu_baselines.cu; nvcc)
-#                                         # and NCCL's device-API barrier (nccl_barriers.cu,
-#                                         # where NCCL >= 2.28 is installed)
+#   bash DIR/multi-compare.sh [ROUNDS] [GPUS]
+#                                         # MultiGrid (one process, and one process per
+#                                         # GPU) and the GpuToGpu handoff beside CUDA C++
+#                                         # (multi_gpu_baselines.cu; nvcc), NCCL's
+#                                         # device-API barrier (nccl_barriers.cu, where
+#                                         # NCCL >= 2.28 is installed) and NVSHMEM's
+#                                         # (nvshmem_barriers.cu, where NVSHMEM 3 is)
 #   python3 DIR/mbarrier-loop.py          # what Barrier<Block> pays per phase over the
 #                                         # bare mbarrier loop (needs nvcc and cupy)
 #
@@ -96,7 +99,7 @@ cp scripts/gpu-mbarrier-loop.py "$out/mbarrier-loop.py"
 cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
 # The CUDA C++ peers compare.sh builds and runs beside the report, and the C++20 host
 # peers host.sh and gate.sh build (the project's own); the stored ratios gate.sh checks.
-cp baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu baselines/nccl_barriers.cu \
+cp baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu baselines/nccl_barriers.cu baselines/nvshmem_barriers.cu \
     baselines/host_baselines.cpp "$out/"
 cp benches/ratios.json "$out/ratios.json"
 # The libc++ host peer, built here (a GPU host has g++ but seldom clang with libc++):

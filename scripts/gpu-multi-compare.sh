@@ -8,6 +8,10 @@
 # Where NCCL >= 2.28 is installed (NCCL_HOME, else the `nvidia-nccl` wheel of this
 # python3, as PyTorch installs it), nccl_barriers.cu joins the rounds: NCCL's
 # device-API barrier in the same shapes; without it, a line says why it is left out.
+# Where NVSHMEM 3 is installed (NVSHMEM_HOME, else the `nvidia-nvshmem` wheel of this
+# python3), nvshmem_barriers.cu joins them too, one process per GPU: NVSHMEM's device
+# barriers composed with grid.sync, beside our barrier in NVSHMEM's heap (the report
+# finds NVSHMEM through NVSHMEM_HOME, which this script sets).
 #
 #   bash multi-compare.sh [ROUNDS] [GPUS]    # inside the bundle of scripts/gpu-bundle.sh
 set -euo pipefail
@@ -25,12 +29,26 @@ if [[ -n "$nccl" && -f "$nccl/include/nccl_device.h" ]]; then
 else
     echo "NCCL device API: left out (no nccl_device.h under '${nccl:-no NCCL found}'; NCCL >= 2.28 has it)"
 fi
+nvshmem="${NVSHMEM_HOME:-$(python3 -c 'import nvidia.nvshmem as n; print(list(n.__path__)[0])' 2>/dev/null || true)}"
+if [[ -n "$nvshmem" && -f "$nvshmem/include/nvshmem.h" ]]; then
+    export NVSHMEM_HOME="$nvshmem"
+    nvcc -O3 -std=c++17 -arch=sm_90 -rdc=true -I"$nvshmem/include" nvshmem_barriers.cu \
+        -L"$nvshmem/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -Xlinker -rpath="$nvshmem/lib" \
+        -o "$work/nvshmem_barriers" \
+        || echo "NVSHMEM: left out (nvshmem_barriers.cu did not build against $nvshmem)"
+else
+    echo "NVSHMEM: left out (no nvshmem.h under '${nvshmem:-no NVSHMEM found}')"
+fi
 for round in $(seq "$rounds"); do
     echo "round $round: CUDA C++" >&2
     "$work/multi_gpu_baselines" "$gpus" >> "$work/lines.txt"
     if [[ -x "$work/nccl_barriers" ]]; then
         echo "round $round: NCCL" >&2
         "$work/nccl_barriers" "$gpus" >> "$work/lines.txt"
+    fi
+    if [[ -x "$work/nvshmem_barriers" ]]; then
+        echo "round $round: NVSHMEM, one process per GPU" >&2
+        ./scoped-sync-run -n "$gpus" -- "$work/nvshmem_barriers" "$work/nvshmem-id-$round" >> "$work/lines.txt"
     fi
     echo "round $round: scoped-sync" >&2
     ./scoped-sync --multi-gpu "$gpus" >> "$work/lines.txt"
@@ -51,6 +69,8 @@ for line in open(sys.argv[1]):
         continue
     if line.startswith("nccl   version"):
         nccl_version = line.split()[-1]
+    if line.startswith("nvshmem"):
+        print(line.strip())
     m = re.match(r"multi\s+(.*?)\s+grid=(\d+) x\s*(\d+) :\s*([\d.]+) ns/", line)
     if m:
         key = (m.group(1), int(m.group(2)), int(m.group(3)))
@@ -68,7 +88,15 @@ print()
 ours = "scoped-sync MultiGrid::sync"
 design = "MultiGrid's design (CUDA C++)"
 two = gpus == 2
+shmem = "scoped-sync MultiGrid, NVSHMEM heap"
+shmem_block = "grid.sync + NVSHMEM barrier_all_block + grid.sync"
 pairs = [("scoped-sync MultiGrid, processes", ours, 1.1),
+         (shmem, ours, 1.1),
+         (shmem, "scoped-sync MultiGrid, processes", None),
+         (shmem, shmem_block, 0.8),
+         (shmem, "grid.sync + NVSHMEM sync_all_block + grid.sync", None),
+         (shmem, "grid.sync + nvshmem_barrier_all + grid.sync", None),
+         ("scoped-sync MultiGrid, processes", shmem_block, 0.8),
          ("scoped-sync MultiGrid, processes", "NCCL LSA per block + grid.sync", None),
          ("scoped-sync MultiGrid, processes", "grid.sync + NCCL LSA + grid.sync", None),
          (ours, "two-level (inbox per GPU)", 0.6),

@@ -131,8 +131,10 @@ Output:
   --multi-gpu-processes
                as one rank of a process group (one GPU each, the launcher's
                RANK/WORLD_SIZE/LOCAL_RANK and job secret): MultiGrid::sync per
-               phase across the group's processes, printed by rank 0 in the
-               lines of --multi-gpu
+               phase across the group's processes, its counters shared by
+               driver IPC, then in NVSHMEM's symmetric heap where NVSHMEM is
+               found (NVSHMEM_HOME), printed by rank 0 in the lines of
+               --multi-gpu
   --litmus     instead of the report, run the GPU litmus suite (each case at least
                INSTANCES times, 10000000 unless given) and print, per case, the
                count of each outcome and whether the PTX memory model allows it

@@ -9,8 +9,8 @@
 use std::io::{self, Write};
 
 use harness::Gpu;
-use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, PeerMemory};
-use scoped_sync::process::Rendezvous;
+use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, Nvshmem, PeerMemory};
+use scoped_sync::process::{ProcessGroup, Rendezvous};
 use scoped_sync::{GpuToGpu, HandoffSemaphore};
 
 /// Barrier phases per launch, as the anchor.
@@ -74,7 +74,9 @@ pub fn run(out: &mut impl Write, count: u32) -> Result<(), Box<dyn std::error::E
 
 /// `--multi-gpu-processes`: as one rank of a process group (one GPU each, its local
 /// rank's), the barrier of every rank's grid per phase, [`BLOCK_SIZES`] threads a
-/// block and the fewest SMs of the group's GPUs as blocks; rank 0 prints the lines.
+/// block and the fewest SMs of the group's GPUs as blocks, with the counters shared by
+/// driver IPC, then (where NVSHMEM is installed) in NVSHMEM's symmetric heap; rank 0
+/// prints the lines.
 ///
 /// # Errors
 ///
@@ -97,12 +99,45 @@ pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error
         .map(|part| u32::from_le_bytes(part.bytes[..4].try_into().expect("4 bytes")))
         .min()
         .expect("one rank at least");
-    let mut barrier = MultiGrid::join(&gpu, &group)?;
-    let kernel = gpu.kernel("multi_grid_timed")?;
-    let elapsed = gpu.zeros::<u64>(1)?;
     if group.rank() == 0 {
         writeln!(out, "gpus   {} (one process each)", group.size())?;
     }
+    let mut barrier = MultiGrid::join(&gpu, &group)?;
+    let label = "scoped-sync MultiGrid, processes";
+    time_across_processes(out, &gpu, &group, &mut barrier, blocks, label)?;
+    // The same barrier with its counters in NVSHMEM's symmetric heap, where NVSHMEM is
+    // installed (the processes of one machine see the same installation).
+    match Nvshmem::library() {
+        Err(error) => {
+            if group.rank() == 0 {
+                writeln!(out, "skipped: MultiGrid in NVSHMEM's heap: {error}")?;
+            }
+        }
+        Ok(_) => {
+            let shmem = Nvshmem::start(&gpu, &group)?;
+            if group.rank() == 0 {
+                writeln!(out, "nvshmem {}", shmem.version())?;
+            }
+            let mut barrier = MultiGrid::join_nvshmem(&shmem)?;
+            let label = "scoped-sync MultiGrid, NVSHMEM heap";
+            time_across_processes(out, &gpu, &group, &mut barrier, blocks, label)?;
+        }
+    }
+    Ok(())
+}
+
+/// Times `barrier` (this process's part, `blocks` blocks of each of [`BLOCK_SIZES`]);
+/// rank 0 prints the lines under `label`.
+fn time_across_processes(
+    out: &mut impl Write,
+    gpu: &Gpu,
+    group: &ProcessGroup,
+    barrier: &mut MultiGrid,
+    blocks: u32,
+    label: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let kernel = gpu.kernel("multi_grid_timed")?;
+    let elapsed = gpu.zeros::<u64>(1)?;
     for threads in BLOCK_SIZES {
         let ns = best_of(|| {
             let args = KernelArgs::new().arg(PHASES).arg(&elapsed);
@@ -113,14 +148,7 @@ pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error
             Ok(gpu.download(&elapsed)?[0] as f64 / f64::from(PHASES - 1))
         })?;
         if group.rank() == 0 {
-            line(
-                out,
-                "scoped-sync MultiGrid, processes",
-                blocks,
-                threads,
-                ns,
-                "barrier",
-            )?;
+            line(out, label, blocks, threads, ns, "barrier")?;
         }
     }
     // Nobody unmaps its counter while another still launches.
