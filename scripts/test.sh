@@ -29,6 +29,13 @@ for source in baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu script
     "$NVCC" -O3 -std=c++20 -arch=sm_90 "$source" -o "target/baselines/$(basename "$source" .cu)"
 done
 
+step "NVSHMEM (PyPI nvidia-nvshmem-cu13): its anchor compiles, its host library binds"
+# The host tests load the library that sync_host::cuda::Nvshmem binds at run time.
+NVSHMEM_HOME="$(bash scripts/nvshmem.sh)"
+export NVSHMEM_HOME
+"$NVCC" -O3 -std=c++17 -arch=sm_90 -rdc=true -I"$NVSHMEM_HOME/include" baselines/nvshmem_barriers.cu \
+    -L"$NVSHMEM_HOME/lib" -l:libnvshmem_host.so.3 -lnvshmem_device -o target/baselines/nvshmem_barriers
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path kernels/Cargo.toml -- --check
