@@ -103,6 +103,8 @@ impl Nvshmem {
     /// ([`CudaError::ProcessGroup`]) or driver call.
     pub fn start(gpu: &Runtime, group: &ProcessGroup) -> Result<Self, CudaError> {
         let functions = library::functions()?;
+        // NVSHMEM takes the GPU of the calling thread's current context.
+        gpu.bind()?;
         if STARTED.swap(true, Ordering::AcqRel) {
             return Err(NvshmemError::AlreadyStarted.into());
         }
@@ -115,8 +117,6 @@ impl Nvshmem {
             }
         };
         let (rank, size) = (group.rank(), group.size());
-        // NVSHMEM takes the GPU of the calling thread's current context.
-        gpu.bind()?;
         // SAFETY: attributes of NVSHMEM's layout naming the live unique ID `id`; this
         // process has not started NVSHMEM before (`STARTED`).
         check("nvshmemx_hostlib_init_attr", unsafe {
