@@ -22,6 +22,11 @@
 //   nvcc -O3 -std=c++20 -arch=sm_90 -I$NCCL/include nccl_barriers.cu -L$NCCL/lib -l:libnccl.so.2
 // Run: ./nccl_barriers [GPUS]. Prints "skipped: ..." and exits 0 with fewer GPUs than asked
 // or without device-API support.
+// One process per GPU instead (the anchor of `scoped-sync --multi-gpu-processes`):
+//   scoped-sync-run -n GPUS -- ./nccl_barriers --processes ID-FILE
+// each process one rank (RANK, WORLD_SIZE, LOCAL_RANK from the launcher, or Open MPI's
+// OMPI_COMM_WORLD_*), on GPU LOCAL_RANK; rank 0 writes NCCL's unique ID into ID-FILE, the
+// others read it there; the labels end in ", processes".
 // Times come from %globaltimer in thread 0 of block 0 on GPU 0 (phase 2 to the last), best
 // of a few launches, as in multi_gpu_baselines.cu.
 #include <cooperative_groups.h>
@@ -29,7 +34,9 @@
 #include <cstdlib>
 #include <nccl.h>
 #include <nccl_device.h>
+#include <string>
 #include <thread>
+#include <unistd.h>
 
 namespace cg = cooperative_groups;
 
@@ -107,6 +114,44 @@ __global__ void leader_phases(ncclDevComm comm, int iterations, unsigned long lo
     clock.stop(elapsed);
 }
 
+// The launcher's rank variables (`first`, else Open MPI's `second`).
+int env_int(const char *first, const char *second) {
+    const char *value = std::getenv(first);
+    if (value == nullptr) value = std::getenv(second);
+    if (value == nullptr) {
+        std::fprintf(stderr, "nccl_barriers: neither %s nor %s is set (start it with a launcher)\n", first, second);
+        std::exit(2);
+    }
+    return std::atoi(value);
+}
+
+// Rank 0 writes NCCL's unique ID into `path` (through a rename, so a reader never sees
+// half of it); the others wait for the file.
+void share_unique_id(int rank, const std::string &path, ncclUniqueId *id) {
+    if (rank == 0) {
+        check_nccl(ncclGetUniqueId(id), "ncclGetUniqueId");
+        std::string partial = path + ".partial";
+        FILE *file = std::fopen(partial.c_str(), "wb");
+        if (file == nullptr || std::fwrite(id, sizeof *id, 1, file) != 1 || std::fclose(file) != 0 ||
+            std::rename(partial.c_str(), path.c_str()) != 0) {
+            std::fprintf(stderr, "nccl_barriers: cannot write %s\n", path.c_str());
+            std::exit(1);
+        }
+        return;
+    }
+    for (int tries = 0; tries < 60000; ++tries) {
+        FILE *file = std::fopen(path.c_str(), "rb");
+        if (file != nullptr) {
+            size_t read = std::fread(id, sizeof *id, 1, file);
+            std::fclose(file);
+            if (read == 1) return;
+        }
+        usleep(1000);
+    }
+    std::fprintf(stderr, "nccl_barriers: rank %d: no unique ID in %s after 60 s\n", rank, path.c_str());
+    std::exit(1);
+}
+
 constexpr int ROUNDS = 3;
 constexpr int ITERATIONS = 20000;
 
@@ -166,7 +211,53 @@ struct Rank {
 
 } // namespace
 
+// One process per GPU: this process is one rank; rank 0 prints.
+int run_as_process(const char *id_file) {
+    const int rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
+    const int ranks = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
+    Rank self;
+    self.gpu = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK");
+    int sms = 0;
+    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, self.gpu), "SM count");
+    ncclUniqueId id;
+    share_unique_id(rank, id_file, &id);
+    check_cuda(cudaSetDevice(self.gpu), "set device");
+    check_nccl(ncclCommInitRank(&self.comm, ranks, id, rank), "ncclCommInitRank");
+#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
+    ncclDevCommRequirements_t requirements = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
+#else
+    ncclDevCommRequirements_t requirements = {};
+#endif
+    requirements.lsaBarrierCount = sms;
+    ncclResult_t created = ncclDevCommCreate(self.comm, &requirements, &self.dev_comm);
+    self.supported = created == ncclSuccess;
+    check_cuda(cudaMalloc(&self.elapsed, sizeof(unsigned long long)), "cudaMalloc");
+    int version = 0;
+    check_nccl(ncclGetVersion(&version), "ncclGetVersion");
+    if (!self.supported) {
+        if (rank == 0) std::printf("skipped: NCCL %d could not create a device communicator across processes\n", version);
+    } else {
+        for (int threads : {128, 1024}) {
+            for (int shape = 0; shape < SHAPES; ++shape) {
+                double best = 1e30;
+                for (int round = 0; round < ROUNDS; ++round) {
+                    double per_phase = double(self.run(shape, sms, threads)) / (ITERATIONS - 1);
+                    if (per_phase < best) best = per_phase;
+                }
+                if (rank == 0) {
+                    std::string label = std::string(SHAPE_LABELS[shape]) + ", processes";
+                    std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", label.c_str(), sms, threads, best);
+                    std::fflush(stdout);
+                }
+            }
+        }
+    }
+    self.finish();
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc == 3 && std::string(argv[1]) == "--processes") return run_as_process(argv[2]);
     constexpr int MAX_RANKS = 8;
     const int count = argc > 1 ? std::atoi(argv[1]) : 2;
     if (count < 2 || count > MAX_RANKS) {

@@ -7,7 +7,8 @@
 # CUDA C++ and the targets for that many GPUs.
 # Where NCCL >= 2.28 is installed (NCCL_HOME, else the `nvidia-nccl` wheel of this
 # python3, as PyTorch installs it), nccl_barriers.cu joins the rounds: NCCL's
-# device-API barrier in the same shapes; without it, a line says why it is left out.
+# device-API barrier in the same shapes, in one process and in one process per GPU;
+# without it, a line says why it is left out.
 # Where NVSHMEM 3 is installed (NVSHMEM_HOME, else the `nvidia-nvshmem` wheel of this
 # python3), nvshmem_barriers.cu joins them too, one process per GPU: NVSHMEM's device
 # barriers composed with grid.sync, beside our barrier in NVSHMEM's heap (the report
@@ -45,6 +46,8 @@ for round in $(seq "$rounds"); do
     if [[ -x "$work/nccl_barriers" ]]; then
         echo "round $round: NCCL" >&2
         "$work/nccl_barriers" "$gpus" >> "$work/lines.txt"
+        echo "round $round: NCCL, one process per GPU" >&2
+        ./scoped-sync-run -n "$gpus" -- "$work/nccl_barriers" --processes "$work/nccl-id-$round" >> "$work/lines.txt"
     fi
     if [[ -x "$work/nvshmem_barriers" ]]; then
         echo "round $round: NVSHMEM, one process per GPU" >&2
@@ -97,6 +100,9 @@ pairs = [("scoped-sync MultiGrid, processes", ours, 1.1),
          (shmem, "grid.sync + NVSHMEM sync_all_block + grid.sync", None),
          (shmem, "grid.sync + nvshmem_barrier_all + grid.sync", None),
          ("scoped-sync MultiGrid, processes", shmem_block, 0.8),
+         ("scoped-sync MultiGrid, processes", "NCCL LSA per block + grid.sync, processes", None),
+         ("scoped-sync MultiGrid, processes", "grid.sync + NCCL LSA + grid.sync, processes", None),
+         (shmem, "NCCL LSA per block + grid.sync, processes", None),
          ("scoped-sync MultiGrid, processes", "NCCL LSA per block + grid.sync", None),
          ("scoped-sync MultiGrid, processes", "grid.sync + NCCL LSA + grid.sync", None),
          (ours, "two-level (inbox per GPU)", 0.6),
