@@ -108,3 +108,46 @@ impl fmt::Display for NvshmemError {
 }
 
 impl std::error::Error for NvshmemError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_says_what_to_do_or_what_differs() {
+        let cases = [
+            (
+                NvshmemError::AlreadyStarted,
+                "starts once per process, so keep one Nvshmem and share it",
+            ),
+            (
+                NvshmemError::NotTheGroupsRank {
+                    pe: 1,
+                    pes: 2,
+                    rank: 0,
+                    size: 2,
+                },
+                "PE 1 of 2, its process group rank 0 of 2",
+            ),
+            (
+                NvshmemError::OutOfMemory { bytes: 4096 },
+                "4096 bytes (NVSHMEM_SYMMETRIC_SIZE sets its size)",
+            ),
+            (
+                NvshmemError::NotReachable { pe: 3 },
+                "PE 3's symmetric memory is not load/store reachable",
+            ),
+            (
+                NvshmemError::Failed {
+                    function: "nvshmemx_hostlib_init_attr",
+                    status: 7,
+                },
+                "nvshmemx_hostlib_init_attr failed with status 7 (NVSHMEM_DEBUG=INFO",
+            ),
+        ];
+        for (error, expected) in cases {
+            let message = error.to_string();
+            assert!(message.contains(expected), "{message}");
+        }
+    }
+}
