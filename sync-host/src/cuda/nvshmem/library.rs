@@ -21,10 +21,9 @@ pub const HOME_VARIABLE: &str = "NVSHMEM_HOME";
 
 /// NVSHMEM's switch for its proxy thread where every peer is reached over NVLink or
 /// PCIe ("local only"). Left running in a process whose peer died (NVSHMEM then cannot
-/// be finalized), that thread crashed the process in its exit (SIGSEGV, two H200s,
-/// NVSHMEM 3.4.5); the objects of this crate do not use it (it serves device-side
-/// `nvshmem_global_exit` and wait timeouts). Set to 1 when NVSHMEM is loaded unless the
-/// program's environment sets it.
+/// be finalized), that thread crashed the process in its exit (docs/multi-gpu.md); the
+/// objects of this crate do not use it (it serves device-side `nvshmem_global_exit` and
+/// wait timeouts). Set to 1 when NVSHMEM is loaded unless the environment sets it.
 pub(super) const PROXY_VARIABLE: &str = "NVSHMEM_DISABLE_LOCAL_ONLY_PROXY";
 
 /// `NVSHMEMX_INIT_WITH_UNIQUEID` of `nvshmemx_api.h`: bootstrap by a unique ID.

@@ -165,8 +165,7 @@ impl Nvshmem {
         &self.started.group
     }
 
-    /// NVSHMEM's name and version, as `nvshmem_info_get_name` gives them (e.g.
-    /// "NVSHMEM v3.4.5").
+    /// NVSHMEM's name and version, as `nvshmem_info_get_name` gives them.
     pub fn version(&self) -> String {
         let mut name = [0 as c_char; 256];
         // SAFETY: NVSHMEM runs; the buffer has NVSHMEM_MAX_NAME_LEN (256) bytes.
@@ -244,9 +243,8 @@ impl std::fmt::Debug for Nvshmem {
 impl Drop for Started {
     fn drop(&mut self) {
         // NVSHMEM's finalization is a collective that would wait forever for a dead
-        // PE (tried on two H200s: it did not return within 2 s, and the process then
-        // hung in its exit): meet first, and leave NVSHMEM to the process's end if
-        // that fails.
+        // PE (finalizing anyway was tried: docs/multi-gpu.md): meet first, and leave
+        // NVSHMEM to the process's end if that fails.
         if self.group.failure().is_some()
             || self
                 .group
