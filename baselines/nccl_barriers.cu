@@ -36,7 +36,8 @@
 #include <nccl_device.h>
 #include <string>
 #include <thread>
-#include <unistd.h>
+
+#include "process_rank.h"
 
 namespace cg = cooperative_groups;
 
@@ -114,44 +115,6 @@ __global__ void leader_phases(ncclDevComm comm, int iterations, unsigned long lo
     clock.stop(elapsed);
 }
 
-// The launcher's rank variables (`first`, else Open MPI's `second`).
-int env_int(const char *first, const char *second) {
-    const char *value = std::getenv(first);
-    if (value == nullptr) value = std::getenv(second);
-    if (value == nullptr) {
-        std::fprintf(stderr, "nccl_barriers: neither %s nor %s is set (start it with a launcher)\n", first, second);
-        std::exit(2);
-    }
-    return std::atoi(value);
-}
-
-// Rank 0 writes NCCL's unique ID into `path` (through a rename, so a reader never sees
-// half of it); the others wait for the file.
-void share_unique_id(int rank, const std::string &path, ncclUniqueId *id) {
-    if (rank == 0) {
-        check_nccl(ncclGetUniqueId(id), "ncclGetUniqueId");
-        std::string partial = path + ".partial";
-        FILE *file = std::fopen(partial.c_str(), "wb");
-        if (file == nullptr || std::fwrite(id, sizeof *id, 1, file) != 1 || std::fclose(file) != 0 ||
-            std::rename(partial.c_str(), path.c_str()) != 0) {
-            std::fprintf(stderr, "nccl_barriers: cannot write %s\n", path.c_str());
-            std::exit(1);
-        }
-        return;
-    }
-    for (int tries = 0; tries < 60000; ++tries) {
-        FILE *file = std::fopen(path.c_str(), "rb");
-        if (file != nullptr) {
-            size_t read = std::fread(id, sizeof *id, 1, file);
-            std::fclose(file);
-            if (read == 1) return;
-        }
-        usleep(1000);
-    }
-    std::fprintf(stderr, "nccl_barriers: rank %d: no unique ID in %s after 60 s\n", rank, path.c_str());
-    std::exit(1);
-}
-
 constexpr int ROUNDS = 3;
 constexpr int ITERATIONS = 20000;
 
@@ -163,9 +126,9 @@ struct Rank {
     unsigned long long *elapsed = nullptr;
     bool supported = false;
 
-    void init(ncclUniqueId id, int ranks, int blocks) {
+    void init(ncclUniqueId id, int ranks, int rank, int blocks) {
         check_cuda(cudaSetDevice(gpu), "set device");
-        check_nccl(ncclCommInitRank(&comm, ranks, id, gpu), "ncclCommInitRank");
+        check_nccl(ncclCommInitRank(&comm, ranks, id, rank), "ncclCommInitRank");
         // NCCL 2.29 added the initializers (size, magic and version fields); 2.28's
         // requirements are a plain struct, zero for "none".
 #ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
@@ -211,27 +174,29 @@ struct Rank {
 
 } // namespace
 
+// One line of the report: the best of ROUNDS launches of `run`, per phase.
+template <typename Run> void print_best(const char *label, const char *suffix, int sms, int threads, Run run) {
+    double best = 1e30;
+    for (int round = 0; round < ROUNDS; ++round) {
+        double per_phase = double(run()) / (ITERATIONS - 1);
+        if (per_phase < best) best = per_phase;
+    }
+    std::string full = std::string(label) + suffix;
+    std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", full.c_str(), sms, threads, best);
+    std::fflush(stdout);
+}
+
 // One process per GPU: this process is one rank; rank 0 prints.
 int run_as_process(const char *id_file) {
-    const int rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
-    const int ranks = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
+    const auto [rank, ranks, gpu] = process_rank("nccl_barriers");
     Rank self;
-    self.gpu = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK");
+    self.gpu = gpu;
     int sms = 0;
-    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, self.gpu), "SM count");
+    check_cuda(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu), "SM count");
     ncclUniqueId id;
-    share_unique_id(rank, id_file, &id);
-    check_cuda(cudaSetDevice(self.gpu), "set device");
-    check_nccl(ncclCommInitRank(&self.comm, ranks, id, rank), "ncclCommInitRank");
-#ifdef NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER
-    ncclDevCommRequirements_t requirements = NCCL_DEV_COMM_REQUIREMENTS_INITIALIZER;
-#else
-    ncclDevCommRequirements_t requirements = {};
-#endif
-    requirements.lsaBarrierCount = sms;
-    ncclResult_t created = ncclDevCommCreate(self.comm, &requirements, &self.dev_comm);
-    self.supported = created == ncclSuccess;
-    check_cuda(cudaMalloc(&self.elapsed, sizeof(unsigned long long)), "cudaMalloc");
+    share_unique_id("nccl_barriers", rank, id_file, &id,
+                    [](ncclUniqueId *made) { check_nccl(ncclGetUniqueId(made), "ncclGetUniqueId"); });
+    self.init(id, ranks, rank, sms);
     int version = 0;
     check_nccl(ncclGetVersion(&version), "ncclGetVersion");
     if (!self.supported) {
@@ -239,15 +204,11 @@ int run_as_process(const char *id_file) {
     } else {
         for (int threads : {128, 1024}) {
             for (int shape = 0; shape < SHAPES; ++shape) {
-                double best = 1e30;
-                for (int round = 0; round < ROUNDS; ++round) {
-                    double per_phase = double(self.run(shape, sms, threads)) / (ITERATIONS - 1);
-                    if (per_phase < best) best = per_phase;
-                }
+                auto run = [&] { return self.run(shape, sms, threads); };
                 if (rank == 0) {
-                    std::string label = std::string(SHAPE_LABELS[shape]) + ", processes";
-                    std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", label.c_str(), sms, threads, best);
-                    std::fflush(stdout);
+                    print_best(SHAPE_LABELS[shape], ", processes", sms, threads, run);
+                } else {
+                    for (int round = 0; round < ROUNDS; ++round) run();
                 }
             }
         }
@@ -285,7 +246,7 @@ int main(int argc, char **argv) {
     };
     each([&](int r) {
         ranks[r].gpu = r;
-        ranks[r].init(id, count, sms);
+        ranks[r].init(id, count, r, sms);
     });
     bool supported = true;
     for (int r = 0; r < count; ++r) supported = supported && ranks[r].supported;
@@ -296,15 +257,11 @@ int main(int argc, char **argv) {
         std::printf("gpus   %d\n", count);
         for (int threads : {128, 1024}) {
             for (int shape = 0; shape < SHAPES; ++shape) {
-                double best = 1e30;
-                for (int round = 0; round < ROUNDS; ++round) {
+                print_best(SHAPE_LABELS[shape], "", sms, threads, [&] {
                     unsigned long long ns[MAX_RANKS] = {};
                     each([&](int r) { ns[r] = ranks[r].run(shape, sms, threads); });
-                    double per_phase = double(ns[0]) / (ITERATIONS - 1);
-                    if (per_phase < best) best = per_phase;
-                }
-                std::printf("multi  %-32s grid=%d x %4d : %8.1f ns/barrier\n", SHAPE_LABELS[shape], sms, threads,
-                            best);
+                    return ns[0];
+                });
             }
         }
     }

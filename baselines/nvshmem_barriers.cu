@@ -30,8 +30,8 @@
 #include <nvshmem.h>
 #include <nvshmemx.h>
 #include <string>
-#include <thread>
-#include <unistd.h>
+
+#include "process_rank.h"
 
 namespace cg = cooperative_groups;
 
@@ -49,17 +49,6 @@ void check_status(int status, const char *what) {
         std::fprintf(stderr, "nvshmem_barriers: %s: status %d\n", what, status);
         std::exit(1);
     }
-}
-
-int env_int(const char *first, const char *second) {
-    const char *value = std::getenv(first);
-    if (value == nullptr) value = std::getenv(second);
-    if (value == nullptr) {
-        std::fprintf(stderr, "nvshmem_barriers: neither %s nor %s is set (start it with a launcher)\n", first,
-                     second);
-        std::exit(2);
-    }
-    return std::atoi(value);
 }
 
 __device__ unsigned long long now_ns() {
@@ -97,33 +86,6 @@ __global__ void leader_phases(int shape, int iterations, unsigned long long *ela
 constexpr int ROUNDS = 3;
 constexpr int ITERATIONS = 20000;
 
-// Rank 0 writes the unique ID into `path` (through a rename, so a reader never sees half
-// of it); the others wait for the file.
-void share_unique_id(int rank, const std::string &path, nvshmemx_uniqueid_t *id) {
-    if (rank == 0) {
-        check_status(nvshmemx_get_uniqueid(id), "nvshmemx_get_uniqueid");
-        std::string partial = path + ".partial";
-        FILE *file = std::fopen(partial.c_str(), "wb");
-        if (file == nullptr || std::fwrite(id, sizeof *id, 1, file) != 1 || std::fclose(file) != 0 ||
-            std::rename(partial.c_str(), path.c_str()) != 0) {
-            std::fprintf(stderr, "nvshmem_barriers: cannot write %s\n", path.c_str());
-            std::exit(1);
-        }
-        return;
-    }
-    for (int tries = 0; tries < 60000; ++tries) {
-        FILE *file = std::fopen(path.c_str(), "rb");
-        if (file != nullptr) {
-            size_t read = std::fread(id, sizeof *id, 1, file);
-            std::fclose(file);
-            if (read == 1) return;
-        }
-        usleep(1000);
-    }
-    std::fprintf(stderr, "nvshmem_barriers: rank %d: no unique ID in %s after 60 s\n", rank, path.c_str());
-    std::exit(1);
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -131,9 +93,7 @@ int main(int argc, char **argv) {
         std::fprintf(stderr, "usage: nvshmem_barriers ID-FILE (under a launcher: scoped-sync-run -n 2 -- ...)\n");
         return 2;
     }
-    const int rank = env_int("RANK", "OMPI_COMM_WORLD_RANK");
-    const int ranks = env_int("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE");
-    const int local_rank = env_int("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK");
+    const auto [rank, ranks, local_rank] = process_rank("nvshmem_barriers");
     int gpus = 0;
     check_cuda(cudaGetDeviceCount(&gpus), "count GPUs");
     if (gpus <= local_rank) {
@@ -142,7 +102,8 @@ int main(int argc, char **argv) {
     }
     check_cuda(cudaSetDevice(local_rank), "set device");
     nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-    share_unique_id(rank, argv[1], &id);
+    share_unique_id("nvshmem_barriers", rank, argv[1], &id,
+                    [](nvshmemx_uniqueid_t *made) { check_status(nvshmemx_get_uniqueid(made), "nvshmemx_get_uniqueid"); });
     nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
     check_status(nvshmemx_set_attr_uniqueid_args(rank, ranks, &id, &attr), "nvshmemx_set_attr_uniqueid_args");
     check_status(nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr), "nvshmemx_init_attr");

@@ -99,7 +99,7 @@ cp scripts/gpu-mbarrier-loop.py "$out/mbarrier-loop.py"
 cp "$(ls -t target/release/build/harness-*/out/kernels.ptx | head -1)" "$out/kernels.ptx"
 # The CUDA C++ peers compare.sh builds and runs beside the report, and the C++20 host
 # peers host.sh and gate.sh build (the project's own); the stored ratios gate.sh checks.
-cp baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu baselines/nccl_barriers.cu baselines/nvshmem_barriers.cu \
+cp baselines/gpu_baselines.cu baselines/multi_gpu_baselines.cu baselines/nccl_barriers.cu baselines/nvshmem_barriers.cu baselines/process_rank.h \
     baselines/host_baselines.cpp "$out/"
 cp benches/ratios.json "$out/ratios.json"
 # The libc++ host peer, built here (a GPU host has g++ but seldom clang with libc++):
