@@ -1,9 +1,11 @@
-//! [`MultiGrid::join`]: the multi-GPU barrier across the processes of a
-//! [`ProcessGroup`], one GPU each, and what a dead or failed process does to it.
+//! [`MultiGrid::join`] and [`MultiGrid::join_nvshmem`]: the multi-GPU barrier across
+//! the processes of a [`ProcessGroup`], one GPU each, and what a dead or failed process
+//! does to it.
 //!
 //! The kernels run the same `sync_device::MultiGrid` as in one process: only the
 //! counters' addresses differ (each process maps every other's counter, see
-//! `process_memory.rs`). What the processes add:
+//! `process_memory.rs`, or reaches every PE's copy in NVSHMEM's symmetric heap, see
+//! `nvshmem/`). What the processes add:
 //!
 //! - before each launch, every process zeroes its own counter, then the group meets
 //!   (an all-gather of the launch shapes, which must agree): no kernel adds to a
