@@ -206,6 +206,9 @@ impl Nvshmem {
             address,
             bytes,
         };
+        // `nvshmem_calloc` zeroes too, on a stream of NVSHMEM's; zeroing again here and
+        // synchronizing makes "zeroed on every PE" a fact before the meeting below,
+        // whatever NVSHMEM's release does (once per allocation, off any hot path).
         // SAFETY: this PE's part of the fresh allocation; no kernel uses it yet.
         unsafe { sys::cuMemsetD8_v2(memory.device_address(), 0, bytes) }
             .result()
