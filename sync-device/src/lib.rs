@@ -63,6 +63,8 @@ macro_rules! on_nvptx {
 mod backend;
 #[cfg(all(target_arch = "nvptx64", feature = "c-abi"))]
 pub mod c_abi;
+#[cfg(all(target_arch = "nvptx64", feature = "nvshmem"))]
+pub mod nvshmem;
 #[cfg(target_arch = "nvptx64")]
 pub mod prelude;
 #[cfg(target_arch = "nvptx64")]

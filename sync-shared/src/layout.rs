@@ -50,7 +50,7 @@ pub const BUS_STOP_SOURCE: Layout = Layout {
 
 /// `sync_device::MultiGrid`, the kernel parameter of a multi-GPU launch on a 64-bit
 /// target: `multi_grid::MAX_RANKS` addresses and the phase, then rank, GPU count and
-/// two flags, then the host parties' two addresses and their count.
+/// two flags, then the host parties' two addresses, their count and the crossing.
 pub const MULTI_GRID: Layout = Layout {
     size: 112,
     align: 8,
@@ -252,4 +252,14 @@ pub mod multi_grid {
     /// parameter (a table in global memory would be read after every phase's acquire
     /// fence, which empties the L1: an L2 round trip on the critical path).
     pub const MAX_RANKS: usize = 8;
+
+    /// How a GPU's block reaches the other GPUs' counter lines (the parameter's
+    /// `crossing` word): with its own atomics through peer addresses (one machine,
+    /// NVLink or PCIe peer access).
+    pub const CROSSING_PEER_ATOMICS: u32 = 0;
+
+    /// Through NVSHMEM's device operations (signal add, atomics on a PE's copy), with
+    /// every counter address this PE's copy in the symmetric heap and the rank the PE:
+    /// what crosses to GPUs the block cannot load from or store to (other machines).
+    pub const CROSSING_NVSHMEM: u32 = 1;
 }

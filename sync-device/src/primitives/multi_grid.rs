@@ -3,7 +3,8 @@
 use core::time::Duration;
 
 use sync_shared::layout::multi_grid::{
-    BROKEN_FROM_WORD, COMPLETION_WORDS, GATHER_WORD, MAX_RANKS, POISONED, RELAY_WORD,
+    BROKEN_FROM_WORD, COMPLETION_WORDS, CROSSING_PEER_ATOMICS, GATHER_WORD, MAX_RANKS, POISONED,
+    RELAY_WORD,
 };
 use sync_shared::{Backend, Device, Ordering, System};
 
@@ -131,6 +132,15 @@ impl MultiGridToken {
 /// it when they look at the clock once a wait has lasted a millisecond, and give up as
 /// at their deadline.
 ///
+/// Where the GPUs cannot load from or store to each other's memory (other machines),
+/// `cuda::MultiGrid::join_nvshmem_signals` puts the counters in NVSHMEM's symmetric
+/// heap and the completing block crosses with NVSHMEM's signal add, one per PE, instead
+/// of its reductions (the breaks with NVSHMEM's atomics); the rest is as above. Such a
+/// kernel comes from a crate built with sync-device's `nvshmem` feature, loaded by
+/// `cuda::Nvshmem::load`. Data put with NVSHMEM (not stored through a peer address)
+/// travels with a phase once the putting thread called [`nvshmem::quiet`](crate::nvshmem)
+/// before its `sync`.
+///
 /// Not built (see docs/multi-gpu.md): the two-level local arrival of grids beyond
 /// about 1500 blocks per GPU.
 ///
@@ -175,8 +185,10 @@ pub struct MultiGrid {
     completions: *mut u64,
     /// Host threads taking part in every phase (`cuda::MultiGrid::with_host_parties`).
     host_parties: u32,
-    /// Padding to the host's layout.
-    _reserved: u32,
+    /// How the completing block reaches the other GPUs' counters
+    /// (`layout::multi_grid::CROSSING_*`): their peer addresses, or NVSHMEM's
+    /// operations on this PE's copy in the symmetric heap (every `counters` entry).
+    crossing: u32,
 }
 
 impl MultiGrid {
@@ -318,7 +330,13 @@ impl MultiGrid {
         } else {
             self.phase + 1
         };
-        break_from(self.counters, self.ranks, first_failing, self.completion());
+        break_from(
+            self.counters,
+            self.ranks,
+            self.crossing,
+            first_failing,
+            self.completion(),
+        );
     }
 
     /// Thread 0's arrival at `phase`: a device-scope release add to this GPU's gather
@@ -337,10 +355,10 @@ impl MultiGrid {
         if before.wrapping_add(1) == phase.wrapping_mul(blocks) {
             Device::fence(Ordering::Acquire);
             System::fence(Ordering::Release);
-            for counter in self.live_counters() {
+            for (rank, counter) in (0..).zip(self.live_counters()) {
                 // SAFETY: the launch passes `ranks` live counter addresses this GPU
-                // reaches (device memory of the GPUs).
-                unsafe { global_atomics::red_add_relaxed_sys(counter, blocks) };
+                // reaches by `crossing` (device memory of the GPUs).
+                unsafe { add_to_counter(self.crossing, counter, rank, blocks) };
             }
         }
     }
@@ -407,6 +425,7 @@ impl MultiGrid {
                             self.counters,
                             self.ranks,
                             self.rank,
+                            self.crossing,
                             seen,
                             phase,
                             self.completion(),
@@ -428,7 +447,13 @@ impl MultiGrid {
             // on the relay, and the other GPUs stop at once.
             Outcome::HostPartiesBroke => {
                 if lane() == 0 {
-                    break_from(self.counters, self.ranks, phase, self.completion());
+                    break_from(
+                        self.counters,
+                        self.ranks,
+                        self.crossing,
+                        phase,
+                        self.completion(),
+                    );
                 }
                 // The lanes meet again before the block's vote, as the broadcast after
                 // `give_up` makes them: without it the warp reached the vote split.
@@ -627,17 +652,18 @@ fn give_up(
     counters: [*mut u64; MAX_RANKS],
     ranks: u32,
     rank: u32,
+    crossing: u32,
     seen: u64,
     phase: u64,
     completion: *mut u64,
 ) -> bool {
     let own = counters[rank as usize];
     // SAFETY: this GPU's live counter.
-    let before = unsafe { System::cas_u64(own, seen, seen | POISONED, Ordering::Relaxed) };
+    let before = unsafe { compare_swap_counter(crossing, own, rank, seen, seen | POISONED) };
     if before != seen {
         return false;
     }
-    break_from(counters, ranks, phase, completion);
+    break_from(counters, ranks, crossing, phase, completion);
     true
 }
 
@@ -650,17 +676,26 @@ fn give_up(
 fn break_from(
     counters: [*mut u64; MAX_RANKS],
     ranks: u32,
+    crossing: u32,
     first_failing: u64,
     completion: *mut u64,
 ) {
     let live = &counters[..ranks as usize];
-    for &counter in live {
-        // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches.
-        unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
+    for (rank, &counter) in (0..).zip(live) {
+        // SAFETY: the launch passes `ranks` live counter addresses this GPU reaches by
+        // `crossing`.
+        unsafe { mark_counter(crossing, counter, rank) };
     }
-    for &counter in live {
+    for (rank, &counter) in (0..).zip(live) {
         // SAFETY: the word beside a live counter, on its line.
-        unsafe { lower_to(counter.wrapping_add(BROKEN_FROM_WORD), first_failing) };
+        unsafe {
+            lower_to(
+                crossing,
+                counter.wrapping_add(BROKEN_FROM_WORD),
+                rank,
+                first_failing,
+            )
+        };
     }
     if !completion.is_null() {
         // SAFETY: this GPU's live completion line in mapped host memory, which the GPUs
@@ -676,21 +711,132 @@ fn break_from(
     }
 }
 
-/// Lowers the broken-from word `word` to `phase` (0, "not broken", counts as above any
-/// phase).
+/// Lowers GPU `rank`'s broken-from word `word` to `phase` (0, "not broken", counts as
+/// above any phase).
 ///
 /// # Safety
 ///
-/// `word` is a live `u64` this GPU reaches with system-scope atomics.
-unsafe fn lower_to(word: *mut u64, phase: u64) {
+/// `word` is a live `u64` of GPU `rank`'s counter line, as this GPU reaches it by
+/// `crossing`.
+unsafe fn lower_to(crossing: u32, word: *mut u64, rank: u32, phase: u64) {
     // SAFETY: the caller's contract.
-    let mut current = unsafe { System::load_u64(word, Ordering::Relaxed) };
+    let mut current = unsafe { load_counter(crossing, word, rank) };
     while current == 0 || current > phase {
         // SAFETY: as above.
-        let before = unsafe { System::cas_u64(word, current, phase, Ordering::Relaxed) };
+        let before = unsafe { compare_swap_counter(crossing, word, rank, current, phase) };
         if before == current {
             return;
         }
         current = before;
+    }
+}
+
+// The operations on another GPU's counter line, by crossing: the GPU's own atomics
+// through a peer address, or NVSHMEM's on this PE's copy of the line for PE `rank`.
+// NVSHMEM's atomics are atomic only with NVSHMEM's atomics on the same word (a NIC's
+// are not the GPU's), so with NVSHMEM every read-modify-write of a counter line goes
+// through it, this GPU's own line too; plain loads (the polls) stay loads.
+
+/// Adds `value` to GPU `rank`'s counter: a relaxed system-scope reduction, or NVSHMEM's
+/// signal add.
+///
+/// # Safety
+///
+/// `counter` is GPU `rank`'s live counter as this GPU reaches it by `crossing`.
+#[inline(always)]
+unsafe fn add_to_counter(crossing: u32, counter: *mut u64, rank: u32, value: u64) {
+    if crossing == CROSSING_PEER_ATOMICS {
+        // SAFETY: the caller's contract.
+        unsafe { global_atomics::red_add_relaxed_sys(counter, value) };
+    } else {
+        // SAFETY: as above.
+        unsafe { nvshmem_crossing::signal_add(counter, value, rank) };
+    }
+}
+
+/// Marks GPU `rank`'s counter broken ([`POISONED`]).
+///
+/// # Safety
+///
+/// As [`add_to_counter`].
+unsafe fn mark_counter(crossing: u32, counter: *mut u64, rank: u32) {
+    if crossing == CROSSING_PEER_ATOMICS {
+        // SAFETY: the caller's contract.
+        unsafe { System::fetch_or_u64(counter, POISONED, Ordering::Relaxed) };
+    } else {
+        // SAFETY: as above.
+        unsafe { nvshmem_crossing::or(counter, POISONED, rank) };
+    }
+}
+
+/// A word of GPU `rank`'s counter line, read atomically.
+///
+/// # Safety
+///
+/// `word` is a live `u64` of GPU `rank`'s counter line as this GPU reaches it by
+/// `crossing`.
+unsafe fn load_counter(crossing: u32, word: *mut u64, rank: u32) -> u64 {
+    if crossing == CROSSING_PEER_ATOMICS {
+        // SAFETY: the caller's contract.
+        unsafe { System::load_u64(word, Ordering::Relaxed) }
+    } else {
+        // SAFETY: as above.
+        unsafe { nvshmem_crossing::fetch(word, rank) }
+    }
+}
+
+/// Compare-and-swap on a word of GPU `rank`'s counter line: the value it held.
+///
+/// # Safety
+///
+/// As [`load_counter`].
+unsafe fn compare_swap_counter(
+    crossing: u32,
+    word: *mut u64,
+    rank: u32,
+    expected: u64,
+    desired: u64,
+) -> u64 {
+    if crossing == CROSSING_PEER_ATOMICS {
+        // SAFETY: the caller's contract.
+        unsafe { System::cas_u64(word, expected, desired, Ordering::Relaxed) }
+    } else {
+        // SAFETY: as above.
+        unsafe { nvshmem_crossing::compare_swap(word, expected, desired, rank) }
+    }
+}
+
+/// NVSHMEM's operations, where the kernel crate was built with sync-device's `nvshmem`
+/// feature.
+#[cfg(feature = "nvshmem")]
+use crate::nvshmem as nvshmem_crossing;
+
+/// Without the `nvshmem` feature a barrier joined with NVSHMEM's crossing cannot run:
+/// each operation says so and traps.
+#[cfg(not(feature = "nvshmem"))]
+mod nvshmem_crossing {
+    const WITHOUT_NVSHMEM: &str = "MultiGrid: this barrier crosses with NVSHMEM \
+        (`cuda::MultiGrid::join_nvshmem_signals`), but the kernel was built without \
+        sync-device's `nvshmem` feature: turn it on in the kernel crate and load the \
+        module with `cuda::Nvshmem::load`";
+
+    #[cold]
+    pub(super) unsafe fn signal_add(_: *mut u64, _: u64, _: u32) {
+        panic!("{WITHOUT_NVSHMEM}")
+    }
+
+    #[cold]
+    pub(super) unsafe fn or(_: *mut u64, _: u64, _: u32) {
+        panic!("{WITHOUT_NVSHMEM}")
+    }
+
+    #[cold]
+    pub(super) unsafe fn fetch(_: *mut u64, _: u32) -> u64 {
+        panic!("{WITHOUT_NVSHMEM}")
+    }
+
+    #[cold]
+    pub(super) unsafe fn compare_swap(_: *mut u64, _: u64, _: u64, _: u32) -> u64 {
+        panic!("{WITHOUT_NVSHMEM}")
     }
 }

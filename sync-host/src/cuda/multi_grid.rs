@@ -9,7 +9,8 @@ use super::{CudaError, Kernel, KernelArgs, LaunchConfig, PeerMemory, PlacementEr
 
 /// The host's image of `sync_device::MultiGrid` for one GPU (`#[repr(C)]`:
 /// [`multi_grid::MAX_RANKS`] addresses and the phase, then four u32, then the host
-/// parties' two addresses and two u32; passed as the words of [`words`](Self::words)).
+/// parties' two addresses, their count and the crossing; passed as the words of
+/// [`words`](Self::words)).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub(super) struct MultiGridParam {
@@ -23,7 +24,9 @@ pub(super) struct MultiGridParam {
     pub(super) host_arrivals: u64,
     completions: u64,
     host_parties: u32,
-    reserved: u32,
+    /// How the completing block reaches the other GPUs' counters
+    /// (`multi_grid::CROSSING_*`).
+    pub(super) crossing: u32,
 }
 
 sync_shared::assert_layout!(MultiGridParam, sync_shared::layout::MULTI_GRID);
@@ -441,13 +444,13 @@ impl MultiGridParam {
             host_arrivals: 0,
             completions: 0,
             host_parties: 0,
-            reserved: 0,
+            crossing: multi_grid::CROSSING_PEER_ATOMICS,
         }
     }
 
     /// The parameter as the launch's 8-byte words: 112 bytes, little-endian (the
     /// addresses, the phase, then `rank` and `ranks`, then `broken` and `arrived`, two
-    /// to a word, then the host parties' two addresses, their count and padding).
+    /// to a word, then the host parties' two addresses, their count and the crossing).
     fn words(&self) -> [u64; multi_grid::MAX_RANKS + 6] {
         let mut words = [0; multi_grid::MAX_RANKS + 6];
         words[..multi_grid::MAX_RANKS].copy_from_slice(&self.counters);
@@ -457,7 +460,7 @@ impl MultiGridParam {
             u64::from(self.broken) | u64::from(self.arrived) << 32,
             self.host_arrivals,
             self.completions,
-            u64::from(self.host_parties) | u64::from(self.reserved) << 32,
+            u64::from(self.host_parties) | u64::from(self.crossing) << 32,
         ]);
         words
     }
