@@ -385,7 +385,7 @@ fn flag_with_path(flag: &str, path: &Path) -> OsString {
 }
 
 /// Runs nvcc; its diagnostics are the error.
-fn run(mut command: Command) -> Result<(), BuildError> {
+pub(crate) fn run(mut command: Command) -> Result<(), BuildError> {
     let shown = format!("{command:?}");
     let output = command.output().map_err(|error| BuildError::NvccMissing {
         detail: format!("cannot run {shown}: {error}"),

@@ -44,6 +44,12 @@ pub enum BuildError {
         /// Where it was looked for.
         detail: String,
     },
+    /// No NVSHMEM headers for [`NvshmemShim`](crate::NvshmemShim): `NVSHMEM_HOME` is
+    /// unset or names no installation.
+    NvshmemMissing {
+        /// What was looked at.
+        detail: String,
+    },
     /// nvcc rejected a CUDA C++ file or the device link failed.
     Nvcc {
         /// The command.
@@ -72,6 +78,7 @@ impl BuildError {
                 | BuildError::RustSrcMissing { .. }
                 | BuildError::Skipped { .. }
                 | BuildError::NvccMissing { .. }
+                | BuildError::NvshmemMissing { .. }
         )
     }
 }
@@ -110,6 +117,12 @@ impl fmt::Display for BuildError {
                 "nvcc not found ({detail}): install the CUDA toolkit, or `pip install \
                  nvidia-cuda-nvcc nvidia-cuda-crt nvidia-nvvm nvidia-cuda-runtime` and set \
                  `NVCC` to its `nvidia/cu13/bin/nvcc`, then rebuild"
+            ),
+            BuildError::NvshmemMissing { detail } => write!(
+                f,
+                "NVSHMEM's headers not found ({detail}): set `NVSHMEM_HOME` to the NVSHMEM 3 \
+                 installation the program will load (its include/ and lib/), e.g. the \
+                 nvidia/nvshmem folder of `pip install nvidia-nvshmem-cu13`, then rebuild"
             ),
             BuildError::Nvcc { command, stderr } => write!(f, "nvcc failed: {command}\n{stderr}"),
             BuildError::Settings(message) => f.write_str(message),

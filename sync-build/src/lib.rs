@@ -71,6 +71,7 @@ mod device_library;
 mod diagnostics;
 mod error;
 mod manifest;
+mod nvshmem_shim;
 mod toolchain;
 
 use std::env;
@@ -80,6 +81,8 @@ use std::path::{Path, PathBuf};
 pub use cuda_cpp::{nvcc, BuiltCuda, CudaKernels, CHECKED_DEFINE, NVCC_VARIABLE};
 pub use device_library::{include_dir, DeviceLibrary, DEVICE_LIBRARY_STEM};
 pub use error::BuildError;
+use nvshmem_shim::NVSHMEM_SHIM_FUNCTIONS;
+pub use nvshmem_shim::{NvshmemShim, NVSHMEM_HOME_VARIABLE, NVSHMEM_SHIM_STEM};
 
 /// The target every kernel crate is compiled for.
 pub const TARGET: &str = "nvptx64-nvidia-cuda";
@@ -535,11 +538,16 @@ fn flavour_dir(stem: &str, flavour: Flavour) -> String {
 /// A module the driver can load alone (or, for a `library`, link without anything
 /// but the code that calls it): it has kernels unless it is a library, and calls no
 /// function it does not define except `vprintf` (a system call the driver's assembler
-/// provides; the checked flavour prints its messages with it).
+/// provides; the checked flavour prints its messages with it) and the NVSHMEM shim's
+/// (sync-device's `nvshmem` feature: `Nvshmem::load` links the shim in).
 fn check_self_contained(ptx: &str, path: &Path, library: bool) -> Result<(), BuildError> {
     let undefined: Vec<&str> = ptx
         .lines()
-        .filter(|line| line.contains(".extern .func") && !line.contains("vprintf"))
+        .filter(|line| {
+            line.contains(".extern .func")
+                && !line.contains("vprintf")
+                && !line.contains(NVSHMEM_SHIM_FUNCTIONS)
+        })
         .map(str::trim)
         .collect();
     if !library && !ptx.contains(".entry") {
@@ -682,5 +690,7 @@ mod tests {
         );
         let library_external = ".extern .func memcpy\n.visible .func f()\n{\n}\n";
         assert!(check_self_contained(library_external, path, true).is_err());
+        let shim_call = ".extern .func scoped_sync_nvshmem_signal_add(\n.entry k() {}";
+        assert!(check_self_contained(shim_call, path, false).is_ok());
     }
 }
