@@ -304,10 +304,23 @@ impl std::error::Error for PtxUnavailable {}
 /// # }
 /// ```
 pub struct Module {
+    /// Runs when the last clone is dropped, before the module is unloaded (fields drop
+    /// in order): NVSHMEM's `nvshmemx_cumodule_finalize` for a module `Nvshmem::load`
+    /// initialized.
+    pub(super) before_unload: Option<Arc<BeforeUnload>>,
     runtime: Runtime,
     inner: Arc<CudaModule>,
     name: Arc<str>,
     pub(super) build: Option<KernelBuild>,
+}
+
+/// What a [`Module`] runs when its last clone is dropped.
+pub(super) struct BeforeUnload(pub(super) Box<dyn Fn() + Send + Sync>);
+
+impl Drop for BeforeUnload {
+    fn drop(&mut self) {
+        (self.0)();
+    }
 }
 
 impl fmt::Debug for Module {
@@ -455,6 +468,7 @@ impl Runtime {
                 inner,
                 name: Arc::from(name),
                 build: None,
+                before_unload: None,
             }),
             Err(error) if is_module_error(&error) => Err(CudaError::BadModule {
                 module: name.to_owned(),

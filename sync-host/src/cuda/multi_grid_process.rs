@@ -1,11 +1,12 @@
-//! [`MultiGrid::join`] and [`MultiGrid::join_nvshmem`]: the multi-GPU barrier across
-//! the processes of a [`ProcessGroup`], one GPU each, and what a dead or failed process
-//! does to it.
+//! [`MultiGrid::join`], [`MultiGrid::join_nvshmem`] and
+//! [`MultiGrid::join_nvshmem_signals`]: the multi-GPU barrier across the processes of a
+//! [`ProcessGroup`], one GPU each, and what a dead or failed process does to it.
 //!
 //! The kernels run the same `sync_device::MultiGrid` as in one process: only the
 //! counters' addresses differ (each process maps every other's counter, see
 //! `process_memory.rs`, or reaches every PE's copy in NVSHMEM's symmetric heap, see
-//! `nvshmem/`). What the processes add:
+//! `nvshmem/`), or, crossing through NVSHMEM's operations, how they are reached. What
+//! the processes add:
 //!
 //! - before each launch, every process zeroes its own counter, then the group meets
 //!   (an all-gather of the launch shapes, which must agree): no kernel adds to a
@@ -139,7 +140,13 @@ impl MultiGrid {
         for (address, memory) in addresses.iter_mut().zip(&counters) {
             *address = memory.device_address();
         }
-        Self::across_processes(gpu, group, addresses, CounterMemory::Driver(counters))
+        Self::across_processes(
+            gpu,
+            group,
+            addresses,
+            multi_grid::CROSSING_PEER_ATOMICS,
+            CounterMemory::Driver(counters),
+        )
     }
 
     /// [`join`](Self::join) with the counters in NVSHMEM's symmetric heap: the barrier
@@ -174,8 +181,9 @@ impl MultiGrid {
     /// # Errors
     ///
     /// [`NvshmemError::NotReachable`](super::NvshmemError::NotReachable) where a
-    /// peer's heap is not load/store reachable (the path through NVSHMEM's signal
-    /// operations is not built yet); otherwise as [`join`](Self::join).
+    /// peer's heap is not load/store reachable (there,
+    /// [`join_nvshmem_signals`](Self::join_nvshmem_signals) crosses); otherwise as
+    /// [`join`](Self::join).
     ///
     /// # Panics
     ///
@@ -194,15 +202,93 @@ impl MultiGrid {
         for (pe, address) in addresses.iter_mut().enumerate().take(group.size()) {
             *address = counters.peer_address(pe).map_err(CudaError::Nvshmem)?;
         }
-        Self::across_processes(gpu, group, addresses, CounterMemory::Nvshmem(counters))
+        Self::across_processes(
+            gpu,
+            group,
+            addresses,
+            multi_grid::CROSSING_PEER_ATOMICS,
+            CounterMemory::Nvshmem(counters),
+        )
+    }
+
+    /// [`join_nvshmem`](Self::join_nvshmem) crossing through NVSHMEM's device
+    /// operations instead of load/store: each phase, one block of each GPU adds its
+    /// GPU's arrivals to every PE's counter with NVSHMEM's signal add
+    /// (`nvshmemx_signal_op`, `NVSHMEM_SIGNAL_ADD`), over whichever transport NVSHMEM
+    /// picked for that PE (NVLink, PCIe, or a network: another machine), and polls its
+    /// own copy. No peer needs to be load/store reachable. Collective: every process
+    /// calls it.
+    ///
+    /// The kernels come from a crate built with sync-device's `nvshmem` feature, linked
+    /// with NVSHMEM's device library by `sync_build::NvshmemShim` and loaded with
+    /// [`Nvshmem::load`] (a kernel built without the feature traps at its first phase,
+    /// saying so). Data a
+    /// kernel writes to another PE with NVSHMEM's puts travels with a phase once the
+    /// writing thread called `sync_device::nvshmem::quiet()` before its `sync`; data
+    /// stored through `nvshmem_ptr` addresses travels as with [`join`](Self::join).
+    /// Launch, failures and dead processes are [`join`](Self::join)'s.
+    ///
+    /// Counterpart: `nvshmemx_barrier_all_block` composed with `grid.sync()` where
+    /// peers are remote; a signal-based barrier written with `nvshmemx_signal_op` and
+    /// `nvshmem_signal_wait_until`.
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use sync_host::cuda::{EmbeddedModule, KernelArgs, LaunchConfig, MultiGrid, Nvshmem, Runtime};
+    /// use sync_host::process::Rendezvous;
+    ///
+    /// // `include_cuda!` of a kernel crate with sync-device's `nvshmem` feature, linked
+    /// // by `sync_build::NvshmemShim::new().link("...")` in build.rs.
+    /// fn run(kernels: &EmbeddedModule) -> Result<(), Box<dyn std::error::Error>> {
+    ///     let rendezvous = Rendezvous::from_env()?;
+    ///     let gpu = Runtime::open(rendezvous.local_rank())?;
+    ///     let shmem = Nvshmem::start(&gpu, &rendezvous.join()?)?;
+    ///     let mut barrier = MultiGrid::join_nvshmem_signals(&shmem)?;
+    ///     let module = shmem.load(kernels)?;
+    ///     let kernel = module.kernel("step")?;
+    ///     // SAFETY: `step(MultiGrid, u32)`, the same number of `sync`s in every process.
+    ///     unsafe { barrier.launch(&[&kernel], LaunchConfig::new(132, 256), vec![KernelArgs::new().arg(&100_u32)]) }?;
+    ///     gpu.synchronize()?;
+    ///     Ok(())
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A failed collective ([`CudaError::ProcessGroup`]), allocation or driver call.
+    ///
+    /// # Panics
+    ///
+    /// If the job has more than [`multi_grid::MAX_RANKS`] (8) PEs.
+    pub fn join_nvshmem_signals(shmem: &Nvshmem) -> Result<Self, PlacementError> {
+        let (gpu, group) = (shmem.gpu(), shmem.group());
+        assert!(
+            group.size() <= multi_grid::MAX_RANKS,
+            "MultiGrid::join_nvshmem_signals: {} PEs, at most {} take part in one barrier",
+            group.size(),
+            multi_grid::MAX_RANKS
+        );
+        let counters = shmem.zeros(multi_grid::WORDS * 4)?;
+        // NVSHMEM names a PE's copy by this PE's address and the PE's index.
+        let mut addresses = [0; multi_grid::MAX_RANKS];
+        addresses[..group.size()].fill(counters.device_address());
+        Self::across_processes(
+            gpu,
+            group,
+            addresses,
+            multi_grid::CROSSING_NVSHMEM,
+            CounterMemory::Nvshmem(counters),
+        )
     }
 
     /// The barrier of this process (rank `group.rank()`) over the counters at
-    /// `addresses` (by rank, as this process's kernels reach them).
+    /// `addresses` (by rank, as this process's kernels reach them by `crossing`).
     fn across_processes(
         gpu: &Runtime,
         group: &ProcessGroup,
         addresses: [sys::CUdeviceptr; multi_grid::MAX_RANKS],
+        crossing: u32,
         counters: CounterMemory,
     ) -> Result<Self, PlacementError> {
         let rank = group.rank();
@@ -218,6 +304,7 @@ impl MultiGrid {
             u32::try_from(group.size()).expect("a size up to 8"),
         );
         param.host_arrivals = give_up.arrivals_address();
+        param.crossing = crossing;
         Ok(Self::from_parts(
             vec![gpu.clone()],
             Counters::Processes(AcrossProcesses {

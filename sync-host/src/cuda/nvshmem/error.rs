@@ -56,6 +56,20 @@ pub enum NvshmemError {
         /// The peer's PE number.
         pe: usize,
     },
+    /// A module given to [`Nvshmem::load`](super::Nvshmem::load) lacks the NVSHMEM shim:
+    /// it was not linked by `sync_build::NvshmemShim`.
+    ShimMissing {
+        /// The module's name.
+        module: String,
+    },
+    /// The shim was compiled against another NVSHMEM release than the one loaded: its
+    /// inlined code would read NVSHMEM's device state by another layout.
+    ReleaseMismatch {
+        /// The release of the headers the shim was compiled with (major, minor, patch).
+        shim: (i32, i32, i32),
+        /// The loaded host library's release.
+        library: (i32, i32, i32),
+    },
 }
 
 impl fmt::Display for NvshmemError {
@@ -101,7 +115,19 @@ impl fmt::Display for NvshmemError {
                 f,
                 "PE {pe}'s symmetric memory is not load/store reachable from this GPU \
                  (nvshmem_ptr gave no pointer: another machine, or no peer access); \
-                 the path through NVSHMEM's signal operations is not built yet"
+                 MultiGrid::join_nvshmem_signals crosses through NVSHMEM's operations instead"
+            ),
+            Self::ShimMissing { module } => write!(
+                f,
+                "module `{module}` was linked without the NVSHMEM shim: link it with \
+                 sync_build::NvshmemShim::new().link(\"{module}\") in build.rs"
+            ),
+            Self::ReleaseMismatch { shim, library } => write!(
+                f,
+                "the NVSHMEM shim was compiled against NVSHMEM {}.{}.{}, the loaded host library \
+                 is {}.{}.{}: build with {HOME_VARIABLE} naming the installation the program \
+                 loads, or point {HOME_VARIABLE} at the release the shim was built with",
+                shim.0, shim.1, shim.2, library.0, library.1, library.2
             ),
         }
     }
@@ -136,6 +162,19 @@ mod tests {
             (
                 NvshmemError::NotReachable { pe: 3 },
                 "PE 3's symmetric memory is not load/store reachable",
+            ),
+            (
+                NvshmemError::ReleaseMismatch {
+                    shim: (3, 8, 0),
+                    library: (3, 4, 5),
+                },
+                "compiled against NVSHMEM 3.8.0, the loaded host library is 3.4.5",
+            ),
+            (
+                NvshmemError::ShimMissing {
+                    module: "mine".into(),
+                },
+                "module `mine` was linked without the NVSHMEM shim",
             ),
             (
                 NvshmemError::Failed {

@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use cudarc::driver::sys;
 use libloading::Library;
 
 use super::NvshmemError;
@@ -125,6 +126,9 @@ pub(super) struct Functions {
     pub(super) free: unsafe extern "C" fn(*mut c_void),
     pub(super) ptr: unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void,
     pub(super) info_get_name: unsafe extern "C" fn(*mut c_char),
+    pub(super) vendor_get_version_info: unsafe extern "C" fn(*mut c_int, *mut c_int, *mut c_int),
+    pub(super) cumodule_init: unsafe extern "C" fn(sys::CUmodule) -> c_int,
+    pub(super) cumodule_finalize: unsafe extern "C" fn(sys::CUmodule) -> c_int,
     /// Keeps the functions above alive: the library is never unloaded.
     _library: Library,
 }
@@ -211,6 +215,9 @@ fn bind(path: PathBuf, library: Library) -> Result<Functions, NvshmemError> {
         free: symbol!("nvshmem_free"),
         ptr: symbol!("nvshmem_ptr"),
         info_get_name: symbol!("nvshmem_info_get_name"),
+        vendor_get_version_info: symbol!("nvshmemx_vendor_get_version_info"),
+        cumodule_init: symbol!("nvshmemx_cumodule_init"),
+        cumodule_finalize: symbol!("nvshmemx_cumodule_finalize"),
         path,
         _library: library,
     })

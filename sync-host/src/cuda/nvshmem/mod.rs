@@ -18,6 +18,7 @@
 //! process that could not finalize NVSHMEM, it crashed that process in its exit.
 
 mod error;
+mod kernels;
 mod library;
 
 use std::ffi::{c_char, c_void, CStr};
