@@ -1,7 +1,8 @@
 //! Builds the project's own kernels (`../kernels`) with sync-build, exactly as a
 //! user's build script builds theirs: both flavours, `--locked`, source paths printed
 //! relative to the repository in the checked flavour's messages;
-//! `../kernels/sm80` for sm_80 (PTX ISA 7.8); and the CUDA C++ test kernels
+//! `../kernels/sm80` for sm_80 (PTX ISA 7.8); `../kernels/nvshmem` and the NVSHMEM
+//! shim (`sync_build::NvshmemShim`) they are linked with; and the CUDA C++ test kernels
 //! (`../kernels/cuda`), linked with the device library (whose PTX it embeds too, for
 //! the run-time linking tests).
 
@@ -22,6 +23,16 @@ fn main() {
         .ptx_isa(7, 8)
         .locked(true)
         .remap_path_prefix(&repository)
+        .build_or_record();
+    // The multi-GPU barrier's kernels with sync-device's `nvshmem` feature, and the
+    // NVSHMEM shim they are linked with (against `$NVSHMEM_HOME`'s headers).
+    sync_build::KernelCrate::new("../kernels/nvshmem")
+        .checked(true)
+        .locked(true)
+        .remap_path_prefix(&repository)
+        .build_or_record();
+    sync_build::NvshmemShim::new()
+        .link("kernels_nvshmem")
         .build_or_record();
     // The CUDA C++ kernels: nvcc, linked with the device library (both flavours).
     sync_build::CudaKernels::new("cuda_kernels")

@@ -5,9 +5,11 @@
 //! Needs two GPUs: without a CUDA driver each test prints "skipped: no CUDA driver",
 //! with one GPU "skipped: fewer than two GPUs". The barrier tests take every GPU of the
 //! machine; the `System` barrier, death and trap tests GPUs 0 and 1. The tests of the
-//! barrier in NVSHMEM's symmetric heap (`MultiGrid::join_nvshmem`) need NVSHMEM 3
+//! barrier in NVSHMEM's symmetric heap (`MultiGrid::join_nvshmem`, and crossing through
+//! NVSHMEM's signal operations, `MultiGrid::join_nvshmem_signals`) need NVSHMEM 3
 //! (`NVSHMEM_HOME`, or an active Python environment with the `nvidia-nvshmem-cu13`
-//! wheel): without it they print "skipped: no NVSHMEM".
+//! wheel): without it they print "skipped: no NVSHMEM"; the signal tests also need the
+//! NVSHMEM shim built (`NVSHMEM_HOME` at build time, the release loaded at run time).
 
 mod common;
 
@@ -16,7 +18,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use harness::Gpu;
+use harness::{Gpu, KERNELS_NVSHMEM};
 use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, Nvshmem};
 use scoped_sync::process::{
     JobSecret, PeerFailure, ProcessGroup, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE,
@@ -47,6 +49,20 @@ fn nvshmem_found() -> bool {
         Ok(_) => true,
         Err(error) => {
             common::skip(&format!("no NVSHMEM ({error})"));
+            false
+        }
+    }
+}
+
+/// Whether the kernels linked with the NVSHMEM shim were built into this program, after
+/// saying why the test is skipped if not.
+fn nvshmem_shim_built() -> bool {
+    match KERNELS_NVSHMEM.image(KERNELS_NVSHMEM.default_build()) {
+        Ok(_) => true,
+        Err(error) => {
+            common::skip(&format!(
+                "no kernels linked with the NVSHMEM shim ({error})"
+            ));
             false
         }
     }
@@ -120,6 +136,18 @@ fn a_multi_grid_in_nvshmems_heap_runs_100000_phases_with_a_cross_gpu_neighbour_c
 }
 
 #[test]
+fn a_multi_grid_crossing_by_nvshmem_signals_runs_100000_phases_with_a_neighbour_check() {
+    let Some(count) = gpu_count() else {
+        return;
+    };
+    if !nvshmem_found() || !nvshmem_shim_built() {
+        return;
+    }
+    let ranks = start_ranks("nvshmem-signals-phases", count);
+    expect_success("MultiGrid crossing by NVSHMEM signals", ranks, &[], 300);
+}
+
+#[test]
 fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_after() {
     if gpu_count().is_none() {
         return;
@@ -135,8 +163,16 @@ fn a_killed_process_ends_the_nvshmem_barriers_waits_and_no_survivor_hangs() {
     kill_rank_1_mid_phase("nvshmem-");
 }
 
-/// Starts two ranks of the `killed` scenario (its variant named by `engine`, "" or
-/// "nvshmem-"), kills rank 1 once its kernel runs, expects rank 0 to end on its own,
+#[test]
+fn a_killed_process_ends_the_nvshmem_signal_barriers_waits_and_no_survivor_hangs() {
+    if gpu_count().is_none() || !nvshmem_found() || !nvshmem_shim_built() {
+        return;
+    }
+    kill_rank_1_mid_phase("nvshmem-signals-");
+}
+
+/// Starts two ranks of the `killed` scenario (its variant named by `engine`, "",
+/// "nvshmem-" or "nvshmem-signals-"), kills rank 1 once its kernel runs, expects rank 0 to end on its own,
 /// then runs the barrier again on the same GPUs.
 fn kill_rank_1_mid_phase(engine: &str) {
     let mut ranks = start_ranks(&format!("{engine}killed"), 2);
@@ -205,24 +241,40 @@ fn rank() {
     let per_gpu = blocks * threads;
     let words = 2 * group.size() * per_gpu as usize;
     // The barrier, and the slots in rank 0's GPU: by driver IPC, or in NVSHMEM's heap
-    // (the slots are rank 0's copy of a symmetric allocation there).
+    // (the slots are rank 0's copy of a symmetric allocation there, stored to through
+    // its peer address also where the barrier crosses by NVSHMEM's signals).
     let scenario = scenario.to_str().unwrap();
-    let (scenario, nvshmem) = match scenario.strip_prefix("nvshmem-") {
-        Some(scenario) => (scenario, true),
-        None => (scenario, false),
-    };
-    let (mut barrier, slots, _slots_memory): (MultiGrid, u64, Box<dyn std::any::Any>) = if nvshmem {
-        let shmem = Nvshmem::start(&gpu, &group).unwrap();
-        if rank == 0 {
-            println!("rank 0: {}", shmem.version());
-        }
-        let barrier = MultiGrid::join_nvshmem(&shmem).unwrap();
-        let slots = shmem.zeros(words * 4).unwrap();
-        (barrier, slots.peer_address(0).unwrap(), Box::new(slots))
+    let (scenario, engine) = if let Some(scenario) = scenario.strip_prefix("nvshmem-signals-") {
+        (scenario, Engine::NvshmemSignals)
+    } else if let Some(scenario) = scenario.strip_prefix("nvshmem-") {
+        (scenario, Engine::Nvshmem)
     } else {
-        let barrier = MultiGrid::join(&gpu, &group).unwrap();
-        let slots = gpu.zeros_for_processes(&group, 0, words).unwrap();
-        (barrier, slots.device_address(), Box::new(slots))
+        (scenario, Engine::Driver)
+    };
+    let mut module = None;
+    let (mut barrier, slots, _slots_memory): (MultiGrid, u64, Box<dyn std::any::Any>) =
+        if engine == Engine::Driver {
+            let barrier = MultiGrid::join(&gpu, &group).unwrap();
+            let slots = gpu.zeros_for_processes(&group, 0, words).unwrap();
+            (barrier, slots.device_address(), Box::new(slots))
+        } else {
+            let shmem = Nvshmem::start(&gpu, &group).unwrap();
+            if rank == 0 {
+                println!("rank 0: {}", shmem.version());
+            }
+            let barrier = if engine == Engine::NvshmemSignals {
+                module = Some(shmem.load(&KERNELS_NVSHMEM).unwrap());
+                MultiGrid::join_nvshmem_signals(&shmem).unwrap()
+            } else {
+                MultiGrid::join_nvshmem(&shmem).unwrap()
+            };
+            let slots = shmem.zeros(words * 4).unwrap();
+            (barrier, slots.peer_address(0).unwrap(), Box::new(slots))
+        };
+    // The kernels: the NVSHMEM build where the barrier crosses by signals.
+    let kernel = |name: &str| match &module {
+        Some(module) => module.kernel(name).unwrap(),
+        None => gpu.kernel(name).unwrap(),
     };
     assert_eq!(barrier.ranks(), group.size());
     let counts = gpu.zeros::<u32>(2).unwrap();
@@ -233,7 +285,7 @@ fn rank() {
     };
     let (kernel, args, phases) = match (scenario, rank) {
         ("trap", 1) => (
-            gpu.kernel("multi_grid_trap_after").unwrap(),
+            kernel("multi_grid_trap_after"),
             KernelArgs::new().arg(1_u32),
             1,
         ),
@@ -252,7 +304,7 @@ fn rank() {
                 .arg(10_000_u32)
                 .arg(counts)
                 .arg(counts + 4);
-            (gpu.kernel("multi_grid_phases").unwrap(), args, phases)
+            (kernel("multi_grid_phases"), args, phases)
         }
     };
     println!("rank {rank}: launching");
@@ -311,6 +363,18 @@ fn rank() {
         }
         (scenario, rank) => panic!("rank {rank} has no part in {scenario}"),
     }
+}
+
+/// How a rank's barrier reaches the others' counters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    /// Driver IPC (`MultiGrid::join`).
+    Driver,
+    /// NVSHMEM's symmetric heap, by direct pointers (`MultiGrid::join_nvshmem`).
+    Nvshmem,
+    /// NVSHMEM's symmetric heap, by its signal operations
+    /// (`MultiGrid::join_nvshmem_signals`).
+    NvshmemSignals,
 }
 
 fn download(gpu: &Gpu, counts: &scoped_sync::cuda::cudarc::driver::CudaSlice<u32>) -> [u32; 2] {

@@ -30,6 +30,18 @@ pub static KERNELS_SM80: EmbeddedModule = scoped_sync::include_kernels!("kernels
 /// host code of a test or measurement runs either ([`Gpu::open_cuda_cpp`]).
 pub static CUDA_KERNELS: EmbeddedModule = scoped_sync::include_cuda!("cuda_kernels");
 
+/// The multi-GPU barrier's kernels built with sync-device's `nvshmem` feature
+/// (`kernels/nvshmem`), device-linked with the NVSHMEM shim and NVSHMEM's device library
+/// (`sync_build::NvshmemShim`, against `$NVSHMEM_HOME` at build time): one cubin per
+/// build, for `Nvshmem::load`.
+pub static KERNELS_NVSHMEM: EmbeddedModule = scoped_sync::include_cuda!("kernels_nvshmem");
+
+/// The PTX of the same kernels before the link, to read (`tests/nvshmem_link.rs`).
+pub static KERNELS_NVSHMEM_PTX: EmbeddedModule = scoped_sync::include_kernels!("kernels_nvshmem");
+
+/// The NVSHMEM shim's PTX, to read (`tests/nvshmem_link.rs`).
+pub static NVSHMEM_SHIM_PTX: EmbeddedModule = scoped_sync::include_kernels!("scoped_sync_nvshmem");
+
 /// The device library's PTX (both builds), for linking C++ code at run time.
 pub static DEVICE_LIBRARY: EmbeddedModule = scoped_sync::include_kernels!("scoped_sync_device");
 

@@ -29,6 +29,7 @@ mod host_device;
 mod launch_shapes;
 mod litmus;
 mod litmus_host;
+mod multi_grid;
 mod peer;
 mod primitive_costs;
 mod sanitize;
