@@ -50,6 +50,12 @@ export SYNC_BUILD_REQUIRED=1
 # sync-build compiles the CUDA C++ test kernels with it (harness/build.rs).
 NVCC="${NVCC:-$(bash scripts/nvcc.sh)}"
 export NVCC
+# The NVSHMEM headers the shim is compiled against (harness/build.rs): the release the
+# GPU hosts' PyTorch installs, whose host and device libraries the tests load there (a
+# shim of another release is refused at load time; the host library of this one,
+# 48 MB, is too large to bundle).
+NVSHMEM_HOME="${NVSHMEM_HOME:-$(NVSHMEM_RELEASE=3.4.5 bash scripts/nvshmem.sh)}"
+export NVSHMEM_HOME
 rm -rf "$out"
 mkdir -p "$out"
 cargo test --release --locked --no-run --test 'gpu*' --message-format=json 2>/dev/null \

@@ -11,8 +11,9 @@
 # without it, a line says why it is left out.
 # Where NVSHMEM 3 is installed (NVSHMEM_HOME, else the `nvidia-nvshmem` wheel of this
 # python3), nvshmem_barriers.cu joins them too, one process per GPU: NVSHMEM's device
-# barriers composed with grid.sync, beside our barrier in NVSHMEM's heap (the report
-# finds NVSHMEM through NVSHMEM_HOME, which this script sets).
+# barriers composed with grid.sync, beside our barrier in NVSHMEM's heap, reached by
+# direct pointers and by NVSHMEM's signal operations (the report finds NVSHMEM through
+# NVSHMEM_HOME, which this script sets).
 #
 #   bash multi-compare.sh [ROUNDS] [GPUS]    # inside the bundle of scripts/gpu-bundle.sh
 set -euo pipefail
@@ -93,12 +94,18 @@ design = "MultiGrid's design (CUDA C++)"
 two = gpus == 2
 shmem = "scoped-sync MultiGrid, NVSHMEM heap"
 shmem_block = "grid.sync + NVSHMEM barrier_all_block + grid.sync"
+signals = "scoped-sync MultiGrid, NVSHMEM signals"
 pairs = [("scoped-sync MultiGrid, processes", ours, 1.1),
          (shmem, ours, 1.1),
          (shmem, "scoped-sync MultiGrid, processes", None),
          (shmem, shmem_block, 0.8),
          (shmem, "grid.sync + NVSHMEM sync_all_block + grid.sync", None),
          (shmem, "grid.sync + nvshmem_barrier_all + grid.sync", None),
+         # Crossing by NVSHMEM's signal operations (what reaches other machines), beside
+         # the direct pointers on the same GPUs.
+         (signals, shmem, None),
+         (signals, shmem_block, None),
+         (signals, ours, None),
          ("scoped-sync MultiGrid, processes", shmem_block, 0.8),
          ("scoped-sync MultiGrid, processes", "NCCL LSA per block + grid.sync, processes", None),
          ("scoped-sync MultiGrid, processes", "grid.sync + NCCL LSA + grid.sync, processes", None),

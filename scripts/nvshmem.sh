@@ -13,8 +13,12 @@ if [[ -n "${NVSHMEM_HOME:-}" ]]; then
     echo "$NVSHMEM_HOME"
     exit 0
 fi
+# NVSHMEM_RELEASE picks another release (scripts/gpu-bundle.sh: the GPU hosts').
+release="${NVSHMEM_RELEASE:-3.8.0}"
 venv=target/nvshmem-venv
-release=3.8.0
+if [[ "$release" != 3.8.0 ]]; then
+    venv="target/nvshmem-venv-$release"
+fi
 home="$venv/nvidia/nvshmem"
 if [[ ! -f "$home/lib/libnvshmem_host.so.3" || ! -f "$home/.release-$release" ]]; then
     rm -rf "$venv"

@@ -40,6 +40,7 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 cargo fmt --manifest-path kernels/Cargo.toml -- --check
 cargo fmt --manifest-path kernels/sm80/Cargo.toml -- --check
+cargo fmt --manifest-path kernels/nvshmem/Cargo.toml -- --check
 cargo fmt --manifest-path examples/user-kernels/kernels/Cargo.toml -- --check
 cargo fmt --manifest-path examples/doc-blocks/kernels/Cargo.toml -- --check
 cargo fmt --manifest-path sync-device/library/Cargo.toml -- --check

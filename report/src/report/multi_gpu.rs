@@ -8,8 +8,10 @@
 
 use std::io::{self, Write};
 
-use harness::Gpu;
-use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, Nvshmem, PeerMemory};
+use harness::{Gpu, KERNELS_NVSHMEM};
+use scoped_sync::cuda::{
+    CudaError, Kernel, KernelArgs, LaunchConfig, MultiGrid, Nvshmem, PeerMemory,
+};
 use scoped_sync::process::{ProcessGroup, Rendezvous};
 use scoped_sync::{GpuToGpu, HandoffSemaphore};
 
@@ -75,8 +77,8 @@ pub fn run(out: &mut impl Write, count: u32) -> Result<(), Box<dyn std::error::E
 /// `--multi-gpu-processes`: as one rank of a process group (one GPU each, its local
 /// rank's), the barrier of every rank's grid per phase, [`BLOCK_SIZES`] threads a
 /// block and the fewest SMs of the group's GPUs as blocks, with the counters shared by
-/// driver IPC, then (where NVSHMEM is installed) in NVSHMEM's symmetric heap; rank 0
-/// prints the lines.
+/// driver IPC, then (where NVSHMEM is installed) in NVSHMEM's symmetric heap, reached
+/// by direct pointers and by NVSHMEM's signal operations; rank 0 prints the lines.
 ///
 /// # Errors
 ///
@@ -104,7 +106,8 @@ pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error
     }
     let mut barrier = MultiGrid::join(&gpu, &group)?;
     let label = "scoped-sync MultiGrid, processes";
-    time_across_processes(out, &gpu, &group, &mut barrier, blocks, label)?;
+    let kernel = gpu.kernel("multi_grid_timed")?;
+    time_across_processes(out, &gpu, &group, &mut barrier, &kernel, blocks, label)?;
     // The same barrier with its counters in NVSHMEM's symmetric heap, where NVSHMEM is
     // installed (the processes of one machine see the same installation).
     match Nvshmem::library() {
@@ -120,30 +123,47 @@ pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error
             }
             let mut barrier = MultiGrid::join_nvshmem(&shmem)?;
             let label = "scoped-sync MultiGrid, NVSHMEM heap";
-            time_across_processes(out, &gpu, &group, &mut barrier, blocks, label)?;
+            let kernel = gpu.kernel("multi_grid_timed")?;
+            time_across_processes(out, &gpu, &group, &mut barrier, &kernel, blocks, label)?;
+            // Crossing by NVSHMEM's signal operations: the kernels built with
+            // sync-device's `nvshmem` feature, linked with NVSHMEM's device library.
+            match KERNELS_NVSHMEM.image(KERNELS_NVSHMEM.default_build()) {
+                Err(error) => {
+                    if group.rank() == 0 {
+                        writeln!(out, "skipped: MultiGrid by NVSHMEM signals: {error}")?;
+                    }
+                }
+                Ok(_) => {
+                    let module = shmem.load(&KERNELS_NVSHMEM)?;
+                    let kernel = module.kernel("multi_grid_timed")?;
+                    let mut barrier = MultiGrid::join_nvshmem_signals(&shmem)?;
+                    let label = "scoped-sync MultiGrid, NVSHMEM signals";
+                    time_across_processes(out, &gpu, &group, &mut barrier, &kernel, blocks, label)?;
+                }
+            }
         }
     }
     Ok(())
 }
 
-/// Times `barrier` (this process's part, `blocks` blocks of each of [`BLOCK_SIZES`]);
-/// rank 0 prints the lines under `label`.
+/// Times `barrier` with `kernel` (`multi_grid_timed`: this process's part, `blocks`
+/// blocks of each of [`BLOCK_SIZES`]); rank 0 prints the lines under `label`.
 fn time_across_processes(
     out: &mut impl Write,
     gpu: &Gpu,
     group: &ProcessGroup,
     barrier: &mut MultiGrid,
+    kernel: &Kernel,
     blocks: u32,
     label: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let kernel = gpu.kernel("multi_grid_timed")?;
     let elapsed = gpu.zeros::<u64>(1)?;
     for threads in BLOCK_SIZES {
         let ns = best_of(|| {
             let args = KernelArgs::new().arg(PHASES).arg(&elapsed);
             // SAFETY: `multi_grid_timed(MultiGrid, phases, elapsed)` in every process,
             // the same grid; `elapsed` outlives the kernel (synchronized below).
-            unsafe { barrier.launch(&[&kernel], LaunchConfig::new(blocks, threads), vec![args]) }?;
+            unsafe { barrier.launch(&[kernel], LaunchConfig::new(blocks, threads), vec![args]) }?;
             gpu.synchronize()?;
             Ok(gpu.download(&elapsed)?[0] as f64 / f64::from(PHASES - 1))
         })?;
