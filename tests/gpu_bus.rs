@@ -23,7 +23,7 @@ use common::bus::{
 use common::hang_guard;
 use harness::bus_demo::{self, Paths, PhaseBarrier, RoundTrips};
 use harness::Gpu;
-use scoped_sync::bus::GpuSideLines;
+use scoped_sync::bus::{GpuSideLines, ITS_OWN_WORD};
 use scoped_sync::cuda::{
     HostWaitError, KernelArgs, LaunchConfig, MappedBuffer, PlacementError, Stream,
 };
@@ -461,7 +461,7 @@ fn within(address: u64, start: u64, size: usize) -> bool {
 }
 
 /// Every GPU side line of `object`, placed at `start`: its attached word, which must be
-/// set, and whether it lies inside the object.
+/// set, and whether it lies inside the object (or is the line's own, `ITS_OWN_WORD`).
 fn attached_words<T: GpuSideLines>(object: &T, start: u64) -> Vec<(u64, bool)> {
     let lines: Vec<_> = object.gpu_side_lines().into_iter().flatten().collect();
     assert!(!lines.is_empty(), "every bus object has a GPU side line");
@@ -470,7 +470,8 @@ fn attached_words<T: GpuSideLines>(object: &T, start: u64) -> Vec<(u64, bool)> {
         .map(|line| {
             let word = line.gpu_word();
             assert_ne!(word, 0, "a placed object's GPU side word is attached");
-            (word, within(word, start, std::mem::size_of::<T>()))
+            let inside = word == ITS_OWN_WORD || within(word, start, std::mem::size_of::<T>());
+            (word, inside)
         })
         .collect()
 }
@@ -502,14 +503,21 @@ fn placed_bus_objects_keep_the_gpus_read_modify_writes_off_mapped_memory() {
     // The device words hold the lines' counts: a semaphore made with 3 units hands
     // the GPU's releases on from 3 (the rotation test below runs that on the GPU).
     // In device memory (uploaded) and managed memory the words are the object's own.
+    // They hold no address (ITS_OWN_WORD), so the bytes read the same wherever a
+    // process maps them: read back from the device.
     let stop = gpu.upload_object(&BusStopSource::new()).unwrap();
-    let uploaded = gpu.address(&stop);
-    let copy = BusStopSource::new();
-    // SAFETY: `copy` is only read for its lines' offsets.
-    unsafe { GpuSideLines::attach_in_gpu_memory(&copy, uploaded) };
-    assert!(attached_words(&copy, uploaded)
+    let uploaded = gpu.download(&stop).unwrap();
+    assert_eq!(uploaded.len(), std::mem::size_of::<BusStopSource>());
+    let mut copy = std::mem::MaybeUninit::<BusStopSource>::uninit();
+    // SAFETY: a bus object is plain atomic words (`DeviceObject`): its bytes, copied,
+    // are a valid object.
+    let copy = unsafe {
+        std::ptr::copy_nonoverlapping(uploaded.as_ptr(), copy.as_mut_ptr().cast(), uploaded.len());
+        copy.assume_init()
+    };
+    assert!(attached_words(&copy, gpu.address(&stop))
         .iter()
-        .all(|&(_, inside)| inside));
+        .all(|&(word, inside)| inside && word == ITS_OWN_WORD));
     // A channel the caller put into mapped memory itself: attached while the guard
     // lives, detached after.
     let memory = gpu

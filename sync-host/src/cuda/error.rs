@@ -103,15 +103,6 @@ pub enum CudaError {
         /// Its UUID, as `nvidia-smi -L` prints it.
         uuid: String,
     },
-    /// An object placed in another process's GPU memory holds its own address (a bus
-    /// object's GPU-side words), and that address is taken in this process, so the
-    /// object cannot be mapped where its bytes say it lies.
-    AddressTaken {
-        /// The rank of the process whose GPU holds the object.
-        rank: usize,
-        /// The address, the owner's.
-        address: u64,
-    },
     /// NVSHMEM is missing, failed, or cannot do what was asked.
     #[cfg(target_os = "linux")]
     Nvshmem(super::NvshmemError),
@@ -202,13 +193,6 @@ impl fmt::Display for CudaError {
                 "the GPU of rank {rank} ({uuid}) is not visible in this process: every process \
                  of the group must see every GPU of the group (leave CUDA_VISIBLE_DEVICES \
                  unset, or list them all, and pick this process's GPU by its local rank)"
-            ),
-            Self::AddressTaken { rank, address } => write!(
-                f,
-                "the object in the GPU memory of rank {rank} holds its own address {address:#x} \
-                 (a bus object's GPU-side words), which this process has in use (address-space \
-                 randomization places each process's mappings elsewhere): share a System-scope \
-                 CountingSemaphore or Latch across processes instead"
             ),
             Self::GridTooLarge { requested, max } => write!(
                 f,

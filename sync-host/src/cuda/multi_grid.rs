@@ -181,8 +181,7 @@ impl MultiGrid {
             counters.push(owner.peer_memory(
                 "MultiGrid",
                 true,
-                multi_grid::WORDS * 4,
-                |_| vec![0; multi_grid::WORDS * 4],
+                &[0; multi_grid::WORDS * 4],
                 &users,
             )?);
         }

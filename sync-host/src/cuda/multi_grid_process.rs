@@ -129,7 +129,6 @@ impl MultiGrid {
             rmw_from_every_party: true,
             len: multi_grid::WORDS * 4,
             bytes: None,
-            same_address: false,
         };
         let counters: Vec<ProcessMemory> = gpu
             .share_with_processes(group, &sharing, |_| true)?

@@ -295,8 +295,8 @@ impl Runtime {
         object: &T,
         users: &[&Runtime],
     ) -> Result<PeerMemory, PlacementError> {
-        let bytes = |address| super::runtime::bytes_at(object, address);
-        self.peer_memory(T::NAME, true, std::mem::size_of::<T>(), bytes, users)
+        let bytes = super::runtime::device_bytes(object);
+        self.peer_memory(T::NAME, true, &bytes, users)
     }
 
     /// `words` zeroed 32-bit words in this GPU's memory for kernels on this GPU and on
@@ -313,24 +313,16 @@ impl Runtime {
         words: usize,
         users: &[&Runtime],
     ) -> Result<PeerMemory, PlacementError> {
-        self.peer_memory(
-            "peer words",
-            false,
-            words * 4,
-            |_| vec![0; words * 4],
-            users,
-        )
+        self.peer_memory("peer words", false, &vec![0; words * 4], users)
     }
 
-    /// `len` bytes, `bytes(address)` once the fresh memory of this GPU is at `address`,
-    /// for kernels on this GPU and on `users`, after checking every link for `object`
+    /// `bytes` copied to fresh memory of this GPU, for kernels on this GPU and on `users`, after checking every link for `object`
     /// (see [`PeerLink::admits`]) and enabling each user's peer access.
     pub(super) fn peer_memory(
         &self,
         object: &'static str,
         rmw_from_every_party: bool,
-        len: usize,
-        bytes: impl FnOnce(sys::CUdeviceptr) -> Vec<u8>,
+        bytes: &[u8],
         users: &[&Runtime],
     ) -> Result<PeerMemory, PlacementError> {
         for user in users {
@@ -343,18 +335,16 @@ impl Runtime {
         self.bind()?;
         let mut device: sys::CUdeviceptr = 0;
         // SAFETY: an out-pointer to a local; at least one byte.
-        unsafe { sys::cuMemAlloc_v2(&mut device, len.max(1)) }
+        unsafe { sys::cuMemAlloc_v2(&mut device, bytes.len().max(1)) }
             .result()
             .map_err(CudaError::driver("allocate peer memory"))?;
         let memory = PeerMemory {
             owner: self.clone(),
             users: users.iter().map(|&user| user.clone()).collect(),
             device,
-            bytes: len,
+            bytes: bytes.len(),
         };
-        let bytes = bytes(device);
-        assert_eq!(bytes.len(), len, "peer memory: the bytes to copy");
-        // SAFETY: the fresh allocation holds `len` bytes.
+        // SAFETY: the fresh allocation holds `bytes.len()` bytes.
         unsafe { sys::cuMemcpyHtoD_v2(device, bytes.as_ptr().cast(), bytes.len()) }
             .result()
             .map_err(CudaError::driver("copy to peer memory"))?;

@@ -131,7 +131,6 @@ impl Runtime {
             rmw_from_every_party: false,
             len: words * 4,
             bytes: None,
-            same_address: false,
         };
         let mut shared = self.share_with_processes(group, &sharing, |rank| rank == owner)?;
         Ok(shared.swap_remove(owner).expect("the owner's memory"))
@@ -145,12 +144,11 @@ impl Runtime {
     /// [`ProcessMemory::device_address`] (each process's own) as a pointer to the
     /// device flavour.
     ///
-    /// The objects: a `System`-scope `Barrier`, `Latch` or `CountingSemaphore`. The bus
-    /// objects (`HandoffSemaphore<GpuToGpu>`, `BusStopSource`) hold the address of
-    /// their GPU-side words ([`DeviceObject::HOLDS_ITS_ADDRESS`]), so every process must
-    /// map them at the owner's address,
-    /// which address-space randomization usually makes taken in another process: they
-    /// are tried there, and refused with [`CudaError::AddressTaken`] otherwise.
+    /// The objects: a `System`-scope `Barrier`, `Latch` or `CountingSemaphore`, and the
+    /// bus objects whose both ends may be GPUs (`HandoffSemaphore<GpuToGpu>`,
+    /// `BusStopSource`), whose GPU side words are their own lines' in GPU memory
+    /// (`sync_shared::bus::ITS_OWN_WORD`), so that each process maps them where it
+    /// likes.
     ///
     /// Counterpart: an object in memory shared with `cudaIpcOpenMemHandle`, used
     /// through `cuda::atomic_ref<T, thread_scope_system>` (libcu++).
@@ -158,8 +156,7 @@ impl Runtime {
     /// # Errors
     ///
     /// As [`zeros_for_processes`](Self::zeros_for_processes), with native atomics
-    /// checked; [`CudaError::AddressTaken`] for an object that holds its own address
-    /// where this process cannot map it at the owner's.
+    /// checked.
     ///
     /// # Panics
     ///
@@ -175,13 +172,12 @@ impl Runtime {
             "place_for_processes: rank {owner} of a group of {}",
             group.size()
         );
-        let bytes = |address| super::runtime::bytes_at(object, address);
+        let bytes = super::runtime::device_bytes(object);
         let sharing = Sharing {
             object: T::NAME,
             rmw_from_every_party: true,
             len: std::mem::size_of::<T>(),
             bytes: Some(&bytes),
-            same_address: T::HOLDS_ITS_ADDRESS,
         };
         let mut shared = self.share_with_processes(group, &sharing, |rank| rank == owner)?;
         Ok(shared.swap_remove(owner).expect("the owner's memory"))
@@ -220,10 +216,9 @@ impl Runtime {
             unsafe { sys::cuMemCreate(&mut handle, mapped, &prop, 0) }
                 .result()
                 .map_err(CudaError::driver("allocate exportable GPU memory"))?;
-            let memory = self.map(group.rank(), handle, len, mapped, None)?;
+            let memory = self.map(group.rank(), handle, len, mapped)?;
             zero(&memory)?;
             if let Some(bytes) = sharing.bytes {
-                let bytes = bytes(memory.address);
                 assert_eq!(bytes.len(), len, "process memory: the bytes to copy");
                 // SAFETY: the fresh mapping holds at least `len` bytes; no kernel uses it.
                 unsafe { sys::cuMemcpyHtoD_v2(memory.address, bytes.as_ptr().cast(), len) }
@@ -273,7 +268,6 @@ impl Runtime {
                 |at: usize| u64::from_le_bytes(part.bytes[at..at + 8].try_into().expect("8"));
             let uuid = &part.bytes[..16];
             let size = usize::try_from(word(16)).expect("a size of this machine");
-            let at = sharing.same_address.then(|| word(24));
             let owner_device = device_with_uuid(uuid).ok_or_else(|| CudaError::PeerNotVisible {
                 rank,
                 uuid: format_uuid(uuid),
@@ -283,7 +277,7 @@ impl Runtime {
                 Some(memory) if rank == group.rank() => memory,
                 other => {
                     own = other;
-                    self.map(rank, import(&part.fds[0])?, len, size, at)?
+                    self.map(rank, import(&part.fds[0])?, len, size)?
                 }
             };
             shared.push(Some(memory));
@@ -349,38 +343,23 @@ impl Runtime {
         link.admits(object, rmw_from_every_party)
     }
 
-    /// Maps `handle` (`size` bytes) here, at `at` if given, and lets this GPU read and
-    /// write it.
+    /// Maps `handle` (`size` bytes) here and lets this GPU read and write it.
     fn map(
         &self,
         owner: usize,
         handle: sys::CUmemGenericAllocationHandle,
         bytes: usize,
         size: usize,
-        at: Option<sys::CUdeviceptr>,
     ) -> Result<ProcessMemory, CudaError> {
         let mut address = 0;
-        // SAFETY: out-pointer to a local; default alignment; `at` (or 0) is a hint.
-        let reserved =
-            unsafe { sys::cuMemAddressReserve(&mut address, size, 0, at.unwrap_or(0), 0) };
-        let refused = match (reserved.result(), at) {
-            (Err(error), _) => Some(CudaError::driver("reserve addresses for process memory")(
-                error,
-            )),
-            (Ok(()), Some(wanted)) if address != wanted => {
-                // SAFETY: reserved just above, nothing mapped in it.
-                unsafe { sys::cuMemAddressFree(address, size) };
-                Some(CudaError::AddressTaken {
-                    rank: owner,
-                    address: wanted,
-                })
-            }
-            (Ok(()), _) => None,
-        };
-        if let Some(error) = refused {
+        // SAFETY: out-pointer to a local; default alignment, anywhere.
+        let reserved = unsafe { sys::cuMemAddressReserve(&mut address, size, 0, 0, 0) };
+        if let Err(error) = reserved.result() {
             // SAFETY: the handle is ours and unmapped.
             unsafe { sys::cuMemRelease(handle) };
-            return Err(error);
+            return Err(CudaError::driver("reserve addresses for process memory")(
+                error,
+            ));
         }
         // From here the drop unmaps, frees the range and releases the handle.
         let memory = ProcessMemory {
@@ -416,10 +395,8 @@ pub(super) struct Sharing<'a> {
     pub(super) rmw_from_every_party: bool,
     /// Bytes asked for.
     pub(super) len: usize,
-    /// The owner's bytes, given the address the memory lies at (`None`: zeros).
-    pub(super) bytes: Option<&'a dyn Fn(sys::CUdeviceptr) -> Vec<u8>>,
-    /// Whether every process maps the memory at the owner's address (the bytes hold it).
-    pub(super) same_address: bool,
+    /// The owner's bytes (`None`: zeros).
+    pub(super) bytes: Option<&'a [u8]>,
 }
 
 /// Zeroes `memory` (the owner's, before anyone uses it) on this process's GPU and
@@ -505,33 +482,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bus_objects_hold_their_address_and_the_primitives_do_not() {
-        use crate::{Barrier, BusStopSource, CountingSemaphore, GpuToGpu, HandoffSemaphore, Latch};
-        use sync_shared::bus::GpuSideLines;
-        // The claim against the behaviour: a bus object placed at an address points its
-        // GPU side words into itself there (read through the lines, not the bytes:
-        // the lines' padding is not initialized).
+    fn bus_objects_in_gpu_memory_hold_no_address() {
+        use crate::{BusStopSource, GpuToGpu, HandoffSemaphore};
+        use sync_shared::bus::{GpuSideLines, ITS_OWN_WORD};
+        // A bus object placed in GPU memory marks its GPU side words as the lines' own
+        // (read through the lines, not the bytes: the lines' padding is not
+        // initialized), so its bytes are the same in every process that maps them.
         let semaphore = HandoffSemaphore::<GpuToGpu>::new(0);
-        // SAFETY: a host object no kernel uses; the address is only stored.
-        unsafe { DeviceObject::attach_in_gpu_memory(&semaphore, 0x1_0000) };
+        let stops = [BusStopSource::new(), BusStopSource::new()];
+        // SAFETY: host objects no kernel uses.
+        unsafe {
+            DeviceObject::attach_in_gpu_memory(&semaphore);
+            DeviceObject::attach_in_gpu_memory(&stops);
+        }
         let attached: Vec<u64> = GpuSideLines::gpu_side_lines(&semaphore)
             .into_iter()
+            .chain(stops.iter().flat_map(GpuSideLines::gpu_side_lines))
             .flatten()
             .map(|line| line.gpu_word())
             .collect();
-        assert!(!attached.is_empty());
-        assert!(attached
-            .iter()
-            .all(|&word| (0x1_0000..0x1_0000 + 192).contains(&word)));
-        // The claims, checked when the test compiles.
-        const {
-            assert!(HandoffSemaphore::<GpuToGpu>::HOLDS_ITS_ADDRESS);
-            assert!(BusStopSource::HOLDS_ITS_ADDRESS);
-            assert!(<[BusStopSource; 2]>::HOLDS_ITS_ADDRESS);
-            assert!(!Latch::HOLDS_ITS_ADDRESS);
-            assert!(!Barrier::HOLDS_ITS_ADDRESS);
-            assert!(!CountingSemaphore::<4>::HOLDS_ITS_ADDRESS);
-        }
+        assert_eq!(
+            attached.len(),
+            3,
+            "one line of the semaphore, one of each stop source"
+        );
+        assert!(
+            attached.iter().all(|&word| word == ITS_OWN_WORD),
+            "{attached:?}"
+        );
     }
 
     #[test]

@@ -209,7 +209,7 @@ impl Runtime {
     /// `*const sync_device::Barrier` (or `Latch`, ...).
     pub fn upload_object<T: DeviceObject>(&self, object: &T) -> Result<CudaSlice<u8>, CudaError> {
         let mut memory = self.zeros::<u8>(std::mem::size_of::<T>().max(1))?;
-        let bytes = bytes_at(object, self.address(&memory));
+        let bytes = device_bytes(object);
         self.stream
             .memcpy_htod(&bytes, &mut memory)
             .map_err(CudaError::driver("copy to the device"))?;
@@ -272,27 +272,21 @@ impl Runtime {
 /// pointers or closures), with the same layout as its device flavour, and has no
 /// destructor; `attach_in_gpu_memory` only stores to GPU side words.
 pub unsafe trait DeviceObject {
-    /// Whether the object's bytes in GPU memory hold their own address (a bus object's
-    /// GPU side words, see [`attach_in_gpu_memory`](Self::attach_in_gpu_memory)): such
-    /// an object must lie at the same address for every process that maps it.
-    const HOLDS_ITS_ADDRESS: bool = false;
-
-    /// Prepares the host's copy of the bytes that will lie at device address `address`
-    /// (device or peer memory): a bus object's GPU side words are pointed at
-    /// themselves there (see `sync_shared::bus::SideLine`); nothing for the others.
+    /// Prepares the host's copy of the bytes that will lie in GPU memory (device,
+    /// managed or peer memory): a bus object's GPU side words are marked as the lines'
+    /// own (`sync_shared::bus::ITS_OWN_WORD`: the bytes read the same at any address,
+    /// so every process may map them where it likes); nothing for the others.
     ///
     /// # Safety
     ///
-    /// `self` is that copy, and its bytes are copied to `address` before any kernel
+    /// `self` is that copy, and its bytes are copied to GPU memory before any kernel
     /// uses them.
-    unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
-        let _ = address;
-    }
+    unsafe fn attach_in_gpu_memory(&self) {}
 }
 
-/// The bytes of a bitwise copy of `object` that will lie at device address `address`,
-/// with its GPU side words attached there.
-pub(super) fn bytes_at<T: DeviceObject>(object: &T, address: sys::CUdeviceptr) -> Vec<u8> {
+/// The bytes of a bitwise copy of `object` that will lie in GPU memory, with its GPU
+/// side words attached there.
+pub(super) fn device_bytes<T: DeviceObject>(object: &T) -> Vec<u8> {
     let mut copy = Box::<T>::new_uninit();
     // SAFETY: room for one `T`; `DeviceObject` types are plain words, so a bitwise copy
     // is a valid object.
@@ -300,8 +294,8 @@ pub(super) fn bytes_at<T: DeviceObject>(object: &T, address: sys::CUdeviceptr) -
         std::ptr::copy_nonoverlapping(object, copy.as_mut_ptr(), 1);
         copy.assume_init_ref()
     };
-    // SAFETY: `copy` is the host's copy of the bytes the caller puts at `address`.
-    unsafe { copy.attach_in_gpu_memory(address) };
+    // SAFETY: `copy` is the host's copy of the bytes the caller puts in GPU memory.
+    unsafe { copy.attach_in_gpu_memory() };
     // SAFETY: `size_of::<T>()` initialized bytes without padding (`DeviceObject`).
     unsafe {
         std::slice::from_raw_parts(
@@ -315,11 +309,9 @@ pub(super) fn bytes_at<T: DeviceObject>(object: &T, address: sys::CUdeviceptr) -
 /// The `DeviceObject` methods of a bus object: its GPU side lines point at themselves.
 macro_rules! attach_bus_lines {
     () => {
-        const HOLDS_ITS_ADDRESS: bool = true;
-
-        unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
+        unsafe fn attach_in_gpu_memory(&self) {
             // SAFETY: the caller's contract, which is `GpuSideLines`' too.
-            unsafe { sync_shared::bus::GpuSideLines::attach_in_gpu_memory(self, address) }
+            unsafe { sync_shared::bus::GpuSideLines::attach_own_words(self) }
         }
     };
 }
@@ -343,13 +335,10 @@ unsafe impl DeviceObject for crate::BusStopSource {
 // SAFETY: an array of such objects has their layout back to back, without padding
 // (each size is a multiple of its alignment).
 unsafe impl<T: DeviceObject, const N: usize> DeviceObject for [T; N] {
-    const HOLDS_ITS_ADDRESS: bool = T::HOLDS_ITS_ADDRESS;
-
-    unsafe fn attach_in_gpu_memory(&self, address: sys::CUdeviceptr) {
-        for (index, element) in self.iter().enumerate() {
-            let offset = (index * std::mem::size_of::<T>()) as sys::CUdeviceptr;
-            // SAFETY: each element lies at its offset from the array's address.
-            unsafe { element.attach_in_gpu_memory(address + offset) };
+    unsafe fn attach_in_gpu_memory(&self) {
+        for element in self {
+            // SAFETY: each element lies in the GPU memory the array lies in.
+            unsafe { element.attach_in_gpu_memory() };
         }
     }
 }

@@ -45,7 +45,7 @@ mod stop;
 pub use barrier::{BusArrivalToken, BusBarrier};
 pub use handoff::{Consumer, HandoffChannel, HandoffSemaphore, Producer};
 pub use latch::BusLatch;
-pub use side_line::{GpuSideLines, SideLine};
+pub use side_line::{GpuSideLines, SideLine, ITS_OWN_WORD};
 pub use stop::BusStopSource;
 
 use core::fmt;

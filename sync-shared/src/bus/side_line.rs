@@ -12,9 +12,12 @@ use crate::primitive::{const_fn, Ordering};
 /// `hostNativeAtomicSupported = 0`): the bus promise is that the GPU only loads and
 /// stores there. So the GPU never read-modify-writes `word` of a line in mapped memory;
 /// when the runtime places the object, it attaches to each of the GPU's lines
-/// ([`GpuSideLines`]) the address of a word in GPU memory: a fresh word in device
-/// memory holding the line's value for an object in mapped memory, the line's own word
-/// for an object in device, managed or peer memory. Host threads use `word`.
+/// ([`GpuSideLines`]) the word in GPU memory it uses: the address of a fresh word in
+/// device memory holding the line's value for an object in mapped memory;
+/// [`ITS_OWN_WORD`] for an object in device, managed or peer memory, where the line's
+/// own word is the GPU's (a mark, not an address: the object then reads the same at
+/// any address, so processes that map it at different addresses share it). Host
+/// threads use `word`.
 ///
 /// A GPU thread that finds no address attached traps: the object was not placed by the
 /// runtime (built by hand in mapped memory, say), and nothing tells where its GPU words
@@ -24,9 +27,14 @@ pub struct SideLine {
     /// The side word itself (the host's; the GPU's only where the object lies in GPU
     /// memory and the attached address points here).
     word: BusWord,
-    /// Device address of the word GPU threads use; 0 until the runtime attaches one.
+    /// Device address of the word GPU threads use, or [`ITS_OWN_WORD`]; 0 until the
+    /// runtime attaches one.
     gpu_word: BusWord,
 }
+
+/// [`SideLine::gpu_word`] of a line whose own word GPU threads use (an object in memory
+/// the GPU may read-modify-write). No word lies at address 1 (words are 8-byte aligned).
+pub const ITS_OWN_WORD: u64 = 1;
 
 impl SideLine {
     const_fn! {
@@ -44,8 +52,8 @@ impl SideLine {
         &self.word
     }
 
-    /// The device address of the word GPU threads use in this line's place, or 0 if the
-    /// runtime attached none.
+    /// The device address of the word GPU threads use in this line's place,
+    /// [`ITS_OWN_WORD`] for the line's own, or 0 if the runtime attached none.
     ///
     /// A plain load: the address is written by the host before any kernel uses the
     /// object and does not change while kernels run.
@@ -63,6 +71,9 @@ impl SideLine {
     #[inline(always)]
     pub fn attached_gpu_word(&self) -> &BusWord {
         let address = self.gpu_word();
+        if address == ITS_OWN_WORD {
+            return &self.word;
+        }
         if address == 0 {
             not_placed();
         }
@@ -76,8 +87,9 @@ impl SideLine {
     ///
     /// # Safety
     ///
-    /// From now on, while any kernel may use the object, `address` is the device
-    /// address of a live, 8-byte aligned word that holds the line's count and that the
+    /// From now on, while any kernel may use the object, `address` is
+    /// [`ITS_OWN_WORD`] for an object in such memory as below, or the device address
+    /// of a live, 8-byte aligned word that holds the line's count and that the
     /// GPU threads using the object may read-modify-write atomically with device-scope
     /// atomics (and with system-scope ones among several GPUs, for a stop source's
     /// claim): device memory, managed memory or a peer's memory reached with native
@@ -100,21 +112,20 @@ pub unsafe trait GpuSideLines {
     /// The GPU's side lines of this object.
     fn gpu_side_lines(&self) -> [Option<&SideLine>; 2];
 
-    /// Attaches to each of the GPU's lines its own word, for an object that lies at
-    /// device address `address` in memory whose words the GPU may read-modify-write
-    /// (device, managed or peer memory with native atomics).
+    /// Attaches to each of the GPU's lines its own word ([`ITS_OWN_WORD`]), for an
+    /// object that lies in memory whose words the GPU may read-modify-write (device,
+    /// managed or peer memory with native atomics), at whatever address each user maps
+    /// it.
     ///
     /// # Safety
     ///
     /// `self` is the host's copy of the bytes that lie (or will lie, before any kernel
-    /// uses them) at `address` in such memory, and stays so while kernels use it.
-    unsafe fn attach_in_gpu_memory(&self, address: u64) {
-        let base = core::ptr::from_ref(self).cast::<u8>() as u64;
+    /// uses them) in such memory, and stay there while kernels use them.
+    unsafe fn attach_own_words(&self) {
         for line in self.gpu_side_lines().into_iter().flatten() {
-            let offset = core::ptr::from_ref(line.word()) as u64 - base;
-            // SAFETY: the word at `offset` of the object at `address` is the line's own
-            // word in memory the GPU may read-modify-write (the caller's contract).
-            unsafe { line.attach_gpu_word(address + offset) };
+            // SAFETY: the line's own word lies in memory the GPU may read-modify-write
+            // (the caller's contract).
+            unsafe { line.attach_gpu_word(ITS_OWN_WORD) };
         }
     }
 }
