@@ -19,7 +19,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::hang_guard;
-use common::peer::{every_gpu, launch_on_both, multi_grid_phases, system_barrier_phases, two_gpus};
+use common::peer::{
+    every_gpu, handoff_payload, launch_on_both, multi_grid_phases, system_barrier_phases, two_gpus,
+    HANDOFF_RING,
+};
 use harness::Gpu;
 use scoped_sync::cuda::cudarc::driver::CudaSlice;
 use scoped_sync::cuda::{
@@ -372,15 +375,6 @@ fn abort_after_phases(gpus: &[&Gpu], abort: Abort) {
         "{abort:?}: {elapsed:?}"
     );
 }
-
-/// The payload of unit `k` of `peer_handoff_produce` (kernels/src/peer.rs).
-fn handoff_payload(k: u64) -> u64 {
-    k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
-}
-
-/// Slots of a handoff link's payload ring (the kernels' `HANDOFF_RING`,
-/// kernels/src/peer.rs).
-const HANDOFF_RING: u64 = 64;
 
 /// One handoff link: units from one thread of `producer` to one thread of `consumer`
 /// through a ring of [`HANDOFF_RING`] payload slots. The work semaphore and the slots

@@ -13,6 +13,8 @@
 
 mod common;
 
+use common::peer::{handoff_payload, HANDOFF_RING};
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -24,7 +26,7 @@ use scoped_sync::process::{
     JobSecret, PeerFailure, ProcessGroup, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE,
     JOB_VARIABLE, SECRET_VARIABLE,
 };
-use scoped_sync::Barrier;
+use scoped_sync::{Barrier, BusStopSource, GpuToGpu, HandoffSemaphore};
 
 /// The variable that makes `rank` run, and names its scenario.
 const SCENARIO: &str = "GPU_PROCESS_SCENARIO";
@@ -148,6 +150,15 @@ fn a_multi_grid_crossing_by_nvshmem_signals_runs_100000_phases_with_a_neighbour_
 }
 
 #[test]
+fn a_handoff_from_one_process_to_another_moves_1000000_units_with_count_and_checksum() {
+    if gpu_count().is_none() {
+        return;
+    }
+    let ranks = start_ranks("handoff", 2);
+    expect_success("a handoff across processes", ranks, &[], 300);
+}
+
+#[test]
 fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_after() {
     if gpu_count().is_none() {
         return;
@@ -235,6 +246,9 @@ fn rank() {
     let group = rendezvous.join().unwrap();
     if scenario == "system-barrier" {
         return system_barrier_rank(&gpu, &group);
+    }
+    if scenario == "handoff" {
+        return handoff_rank(&gpu, &group);
     }
     let rank = group.rank();
     let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
@@ -380,6 +394,96 @@ enum Engine {
 fn download(gpu: &Gpu, counts: &scoped_sync::cuda::cudarc::driver::CudaSlice<u32>) -> [u32; 2] {
     let words = gpu.download(counts).unwrap();
     [words[0], words[1]]
+}
+
+/// Units of the handoff test.
+const HANDOFF_UNITS: u64 = 1_000_000;
+
+/// One rank of the handoff test: rank 0's thread produces [`HANDOFF_UNITS`] units for
+/// rank 1's (`peer_handoff_produce` and `peer_handoff_consume`, as `gpu_peer`'s handoff
+/// between two GPUs of one process), through a `HandoffSemaphore<GpuToGpu>` and the
+/// payload ring in rank 1's GPU, the credits and the stop source in rank 0's, each
+/// process mapping them where it likes; rank 1 checks the count, the checksum and the
+/// order.
+fn handoff_rank(gpu: &Gpu, group: &ProcessGroup) {
+    let (producer, consumer) = (0, 1);
+    let work = gpu
+        .place_for_processes(group, consumer, &HandoffSemaphore::<GpuToGpu>::new(0))
+        .unwrap();
+    let credits = gpu
+        .place_for_processes(
+            group,
+            producer,
+            &HandoffSemaphore::<GpuToGpu>::new(HANDOFF_RING),
+        )
+        .unwrap();
+    let stop = gpu
+        .place_for_processes(group, producer, &BusStopSource::new())
+        .unwrap();
+    let slots = gpu
+        .zeros_for_processes(group, consumer, 2 * HANDOFF_RING as usize)
+        .unwrap();
+    let rank = group.rank();
+    let (name, args, counts) = if rank == producer {
+        let failures = gpu.zeros::<u32>(1).unwrap();
+        let args = KernelArgs::new()
+            .arg(work.device_address())
+            .arg(credits.device_address())
+            .arg(slots.device_address())
+            .arg(HANDOFF_UNITS)
+            .arg(stop.device_address())
+            .arg(gpu.address(&failures));
+        ("peer_handoff_produce", args, Counts::Producer(failures))
+    } else {
+        let result = gpu.zeros::<u64>(3).unwrap();
+        let args = KernelArgs::new()
+            .arg(work.device_address())
+            .arg(credits.device_address())
+            .arg(slots.device_address())
+            .arg(stop.device_address())
+            .arg(gpu.address(&result));
+        ("peer_handoff_consume", args, Counts::Consumer(result))
+    };
+    let kernel = gpu.kernel(name).unwrap();
+    let started = Instant::now();
+    // SAFETY: `peer_handoff_produce` and `peer_handoff_consume`, one thread each, on
+    // objects placed for both processes, which outlive the kernels (the group meets
+    // below before anything is unmapped).
+    unsafe { kernel.launch(LaunchConfig::new(1, 32), args) }.unwrap();
+    gpu.synchronize().unwrap();
+    let took = started.elapsed();
+    match counts {
+        Counts::Producer(failures) => {
+            assert_eq!(
+                gpu.download(&failures).unwrap(),
+                [0],
+                "producer waits that failed"
+            );
+        }
+        Counts::Consumer(result) => {
+            let expected =
+                (0..HANDOFF_UNITS).fold(0u64, |sum, k| sum.wrapping_add(handoff_payload(k)));
+            let result = gpu.download(&result).unwrap();
+            assert_eq!(
+                (result[0], result[1], result[2]),
+                (HANDOFF_UNITS, expected, 0),
+                "consumer (units, checksum, out-of-order units or failed waits)"
+            );
+            println!(
+                "rank 1: {HANDOFF_UNITS} units from rank 0's GPU through a ring of {HANDOFF_RING}: {took:?}"
+            );
+        }
+    }
+    // Nobody unmaps an object while the other process's kernel may still use it.
+    group.barrier().unwrap();
+}
+
+/// What a rank of the handoff test counts on its GPU.
+enum Counts {
+    /// The producer's failed waits.
+    Producer(scoped_sync::cuda::cudarc::driver::CudaSlice<u32>),
+    /// The consumer's units, checksum, and out-of-order units or failed waits.
+    Consumer(scoped_sync::cuda::cudarc::driver::CudaSlice<u64>),
 }
 
 /// Phases of the `System` barrier test.

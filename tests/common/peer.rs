@@ -165,3 +165,12 @@ pub fn system_barrier_phases(gpu0: &Gpu, gpu1: &Gpu, phases: u32) {
         );
     }
 }
+
+/// The payload of unit `k` of `peer_handoff_produce` (kernels/src/peer.rs).
+pub fn handoff_payload(k: u64) -> u64 {
+    k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
+}
+
+/// Slots of a handoff link's payload ring (the kernels' `HANDOFF_RING`,
+/// kernels/src/peer.rs).
+pub const HANDOFF_RING: u64 = 64;
