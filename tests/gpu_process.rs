@@ -445,6 +445,9 @@ fn handoff_rank(gpu: &Gpu, group: &ProcessGroup) {
         ("peer_handoff_consume", args, Counts::Consumer(result))
     };
     let kernel = gpu.kernel(name).unwrap();
+    // Both kernels start within their waits' patience (10 s) of each other: the slower
+    // process's setup does not count against the faster one's first wait.
+    group.barrier().unwrap();
     let started = Instant::now();
     // SAFETY: `peer_handoff_produce` and `peer_handoff_consume`, one thread each, on
     // objects placed for both processes, which outlive the kernels (the group meets
