@@ -118,12 +118,7 @@ impl MultiGrid {
     ///
     /// If the group has more than [`multi_grid::MAX_RANKS`] (8) processes.
     pub fn join(gpu: &Runtime, group: &ProcessGroup) -> Result<Self, PlacementError> {
-        assert!(
-            group.size() <= multi_grid::MAX_RANKS,
-            "MultiGrid::join: {} processes, at most {} take part in one barrier",
-            group.size(),
-            multi_grid::MAX_RANKS
-        );
+        at_most_max_ranks("MultiGrid::join", group.size(), "processes");
         let sharing = Sharing {
             object: "MultiGrid",
             rmw_from_every_party: true,
@@ -189,12 +184,7 @@ impl MultiGrid {
     /// If the job has more than [`multi_grid::MAX_RANKS`] (8) PEs.
     pub fn join_nvshmem(shmem: &Nvshmem) -> Result<Self, PlacementError> {
         let (gpu, group) = (shmem.gpu(), shmem.group());
-        assert!(
-            group.size() <= multi_grid::MAX_RANKS,
-            "MultiGrid::join_nvshmem: {} PEs, at most {} take part in one barrier",
-            group.size(),
-            multi_grid::MAX_RANKS
-        );
+        at_most_max_ranks("MultiGrid::join_nvshmem", group.size(), "PEs");
         gpu.check_group_reach(group, "MultiGrid", true)?;
         let counters = shmem.zeros(multi_grid::WORDS * 4)?;
         let mut addresses = [0; multi_grid::MAX_RANKS];
@@ -262,12 +252,7 @@ impl MultiGrid {
     /// If the job has more than [`multi_grid::MAX_RANKS`] (8) PEs.
     pub fn join_nvshmem_signals(shmem: &Nvshmem) -> Result<Self, PlacementError> {
         let (gpu, group) = (shmem.gpu(), shmem.group());
-        assert!(
-            group.size() <= multi_grid::MAX_RANKS,
-            "MultiGrid::join_nvshmem_signals: {} PEs, at most {} take part in one barrier",
-            group.size(),
-            multi_grid::MAX_RANKS
-        );
+        at_most_max_ranks("MultiGrid::join_nvshmem_signals", group.size(), "PEs");
         let counters = shmem.zeros(multi_grid::WORDS * 4)?;
         // NVSHMEM names a PE's copy by this PE's address and the PE's index.
         let mut addresses = [0; multi_grid::MAX_RANKS];
@@ -315,6 +300,15 @@ impl MultiGrid {
             vec![param],
         ))
     }
+}
+
+/// Panics unless `count` ranks fit one barrier ([`multi_grid::MAX_RANKS`]).
+fn at_most_max_ranks(what: &str, count: usize, ranks: &str) {
+    assert!(
+        count <= multi_grid::MAX_RANKS,
+        "{what}: {count} {ranks}, at most {} take part in one barrier",
+        multi_grid::MAX_RANKS
+    );
 }
 
 impl AcrossProcesses {
