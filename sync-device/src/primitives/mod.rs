@@ -10,6 +10,7 @@ pub(crate) mod block_barrier;
 pub(crate) mod cluster;
 pub(crate) mod grid;
 pub(crate) mod multi_grid;
+mod multi_grid_crossing;
 pub(crate) mod shared;
 #[cfg(target_feature = "sm_90")]
 pub(crate) mod shared_barrier;
