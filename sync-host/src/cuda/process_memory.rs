@@ -501,11 +501,9 @@ mod tests {
             .flatten()
             .map(|line| line.gpu_word())
             .collect();
-        assert_eq!(
-            attached.len(),
-            3,
-            "one line of the semaphore, one of each stop source"
-        );
+        // The semaphore's two GPU side lines (a GPU both releases and acquires), one of
+        // each stop source.
+        assert_eq!(attached.len(), 4, "{attached:?}");
         assert!(
             attached.iter().all(|&word| word == ITS_OWN_WORD),
             "{attached:?}"
