@@ -24,8 +24,8 @@ use crate::primitive::{const_fn, Ordering};
 /// may live.
 #[repr(C, align(64))]
 pub struct SideLine {
-    /// The side word itself (the host's; the GPU's only where the object lies in GPU
-    /// memory and the attached address points here).
+    /// The side word itself (the host's; the GPU's too where the object lies in GPU
+    /// memory and `gpu_word` holds [`ITS_OWN_WORD`]).
     word: BusWord,
     /// Device address of the word GPU threads use, or [`ITS_OWN_WORD`]; 0 until the
     /// runtime attaches one.
