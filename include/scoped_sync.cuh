@@ -121,6 +121,7 @@ constexpr unsigned int SS_GRID_GROUP_BLOCKS = 64;
 constexpr unsigned int SS_GRID_TWO_LEVEL_FROM = 1536;
 constexpr unsigned int SS_PRODUCER_PUBLISHED_OFFSET = 0;
 constexpr unsigned int SS_PRODUCER_COUNT_OFFSET = 16;
+constexpr unsigned int SS_PRODUCER_READING_PE_OFFSET = 24;
 constexpr unsigned int SS_CONSUMER_PUBLISHED_OFFSET = 0;
 constexpr unsigned int SS_CONSUMER_TAKEN_OFFSET = 24;
 constexpr unsigned int SS_CONSUMER_INLINE_POLLS = 4;
@@ -2671,16 +2672,18 @@ class handoff_producer {
     /// checked build, as the Rust `Producer::release` runs it (one `st.release.sys`
     /// of the new count to the published word, at `layout::handoff_producer`'s
     /// offsets): a call would put its frame's stores ahead of the store's fence on the
-    /// round trip's critical path. A count past `SS_BUS_COUNT_MAX` goes to the library,
-    /// which traps with its message.
+    /// round trip's critical path. A count past `SS_BUS_COUNT_MAX`, and an object that
+    /// crosses PEs through NVSHMEM, go to the library (which traps with its message, or
+    /// sends the count to the consumer's PE).
     __device__ u64 release(u64 n = 1) {
         detail::require(live_);
 #if !defined(SCOPED_SYNC_CHECKED)
         u64* const published = *reinterpret_cast<u64* const*>(storage_.opaque + SS_PRODUCER_PUBLISHED_OFFSET);
         u64& count = *reinterpret_cast<u64*>(storage_.opaque + SS_PRODUCER_COUNT_OFFSET);
+        const u64 reading_pe = *reinterpret_cast<const u64*>(storage_.opaque + SS_PRODUCER_READING_PE_OFFSET);
         const u64 first = count;
         const u64 end = first + n;
-        if (end >= first && end <= SS_BUS_COUNT_MAX) {
+        if (end >= first && end <= SS_BUS_COUNT_MAX && reading_pe == 0) {
             asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(published), "l"(end) : "memory");
             count = end;
             return first;

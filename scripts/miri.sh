@@ -23,7 +23,9 @@
 #   - tests/bus.rs whole (the bus objects with CPU threads playing the GPU; their
 #     payloads are plain memory, so the race detector checks the publish protocol):
 #     nothing skipped, because under Miri its many-to-many handoff moves 1000 units
-#     instead of 40 000 (all nine tests: about 40 s).
+#     instead of 40 000 (all nine tests: about 40 s);
+#   - tests/bus_pes.rs whole (the same objects across NVSHMEM PEs, copies in arrays:
+#     200 units under Miri).
 # A test file that does not exist is skipped; a filter that matches nothing runs nothing.
 #
 # Installs the nightly `miri` and `rust-src` components when missing (idempotent).
@@ -82,5 +84,6 @@ integration fair_semaphore libcxx_ acquire_release_try_acquire acquire_blocks_un
     mutual_exclusion_survives timed_acquires_succeed \
     timed_hang release_with_queued_waiters max_values semaphores_in_statics
 integration bus
+integration bus_pes
 
 printf '\nscripts/miri.sh: all Miri runs passed\n'

@@ -233,6 +233,10 @@ fn render() -> String {
             layout::handoff_producer::COUNT as u32,
         ),
         (
+            "SS_PRODUCER_READING_PE_OFFSET",
+            layout::handoff_producer::READING_PE as u32,
+        ),
+        (
             "SS_CONSUMER_PUBLISHED_OFFSET",
             layout::handoff_consumer::PUBLISHED as u32,
         ),

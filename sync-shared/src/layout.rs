@@ -83,6 +83,9 @@ pub mod handoff_producer {
     pub const PUBLISHED: usize = 0;
     /// The offset of the producer's cumulative count (`u64`).
     pub const COUNT: usize = 16;
+    /// The offset of the PE whose copy the consumer polls, plus 1 (`u64`); 0 for an
+    /// object that does not cross PEs. The inline release stores only where it is 0.
+    pub const READING_PE: usize = 24;
 }
 /// Where a handoff `Consumer` keeps the address of the published count it polls and
 /// the units it took, in [`HANDOFF_ENDPOINT`] storage: the C++ header's

@@ -433,10 +433,10 @@ pub unsafe extern "C" fn ss_bus_latch_arrive_and_wait(
 
 sync_shared::assert_layout!(EndpointStorage, sync_shared::layout::HANDOFF_ENDPOINT);
 const _: () = {
-    use sync_shared::layout::handoff_producer::{COUNT, PUBLISHED};
-    let (published, count) = GpuProducer::FIELD_OFFSETS;
+    use sync_shared::layout::handoff_producer::{COUNT, PUBLISHED, READING_PE};
+    let (published, count, reading_pe) = GpuProducer::FIELD_OFFSETS;
     assert!(
-        published == PUBLISHED && count == COUNT,
+        published == PUBLISHED && count == COUNT && reading_pe == READING_PE,
         "Producer's fields moved: the header's inline release reads layout::handoff_producer"
     );
 };

@@ -14,13 +14,24 @@
 //! An exclusive endpoint sets [`EXCLUSIVE`] in `reserved` and then keeps the count in a
 //! register: its adds are one store each, with no read-modify-write and no wait.
 //!
+//! # Across PEs
+//!
+//! An object in NVSHMEM's symmetric heap has a copy on each PE; the adding side's line
+//! is marked with the reading side's PE ([`Crossing::ToPe`]). Publishing then sends the
+//! value to that PE's copy of `published` first (NVSHMEM's signal set, after a fence),
+//! then stores it in this PE's copy, which this side's adders wait on for their turn.
+//! A shared adder also waits until its value is delivered (`quiet`) before that local
+//! store hands the turn on: NVSHMEM orders one thread's operations to a PE, not two
+//! threads', and the next adder's larger value must not arrive first.
+//!
 //! # Memory ordering
 //!
 //! The publishing store is a release, the loads of readers are acquire; the wait for
 //! one's turn is an acquire load, so an adder's release also carries the writes of the
-//! adders before it (a chain of release/acquire pairs).
+//! adders before it (a chain of release/acquire pairs). Across PEs, the fence before
+//! the signal orders the adder's puts and stores to the reading PE before it.
 
-use super::{misuse, BusWord, Side, SideKind, SideLine, BUS_COUNT_MAX, EXCLUSIVE};
+use super::{misuse, BusWord, Crossing, Side, SideKind, SideLine, BUS_COUNT_MAX, EXCLUSIVE};
 use crate::primitive::{const_fn, Ordering};
 
 /// The published words of both sides on one 64-byte line. A round trip (one side
@@ -111,7 +122,35 @@ impl PublishedCount<'_> {
         while B::load_bus(self.published, Ordering::Acquire) != first {
             B::pause(&mut round);
         }
-        B::store_bus(self.published, first + n, Ordering::Release);
+        self.store_published::<B>(first + n, self.reading_pe::<B>(), true);
+    }
+
+    /// The PE whose copy of the object the reading side polls, where the adding side
+    /// (a GPU's) was placed in NVSHMEM's symmetric heap for another PE: see the
+    /// [module docs](self).
+    #[inline(always)]
+    pub(crate) fn reading_pe<B: Side>(&self) -> Option<u32> {
+        match B::KIND {
+            SideKind::Host => None,
+            SideKind::Gpu => match self.reserved.crossing() {
+                Crossing::ToPe(pe) => Some(pe),
+                Crossing::None | Crossing::ToEveryPe(_) => None,
+            },
+        }
+    }
+
+    /// Publishes `value`: to `reading_pe`'s copy first where there is one (delivered
+    /// before returning if `hands_on`, a shared adder whose store lets the next one
+    /// publish), then to this copy.
+    #[inline(always)]
+    fn store_published<B: Side>(&self, value: u64, reading_pe: Option<u32>, hands_on: bool) {
+        if let Some(pe) = reading_pe {
+            B::store_bus_on_pe(self.published, value, pe);
+            if hands_on {
+                B::quiet();
+            }
+        }
+        B::store_bus(self.published, value, Ordering::Release);
     }
 
     /// Makes the calling thread the only adder of its side: returns the count, which
@@ -128,13 +167,21 @@ impl PublishedCount<'_> {
         Some(reserved)
     }
 
-    /// An exclusive endpoint's add: `count` was the count, `count + n` is published.
+    /// An exclusive endpoint's add: `count` was the count, `count + n` is published
+    /// (also to `reading_pe`'s copy, as the endpoint found it when it claimed: one
+    /// thread's signals to a PE arrive in order).
     #[inline]
-    pub(crate) fn publish_exclusive<B: Side>(&self, count: u64, n: u64, operation: &'static str) {
+    pub(crate) fn publish_exclusive<B: Side>(
+        &self,
+        count: u64,
+        n: u64,
+        reading_pe: Option<u32>,
+        operation: &'static str,
+    ) {
         if count.checked_add(n).is_none_or(|end| end > BUS_COUNT_MAX) {
             misuse(operation, "the cumulative count would exceed BUS_COUNT_MAX");
         }
-        B::store_bus(self.published, count + n, Ordering::Release);
+        self.store_published::<B>(count + n, reading_pe, false);
     }
 
     /// Ends an exclusive endpoint whose count is `count`.

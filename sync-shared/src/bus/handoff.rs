@@ -32,6 +32,10 @@ impl<'a> Direct<'a> {
         Some(Producer {
             released: self.released,
             count,
+            reading_pe: self
+                .released
+                .reading_pe::<B>()
+                .map_or(0, |pe| u64::from(pe) + 1),
             _side: PhantomData,
         })
     }
@@ -393,17 +397,21 @@ impl<B: Side> HandoffChannel<B> {
 pub struct Producer<'a, B: Side> {
     released: PublishedCount<'a>,
     count: u64,
+    /// 0, or 1 + the PE whose copy of the object the consumer polls (an object in
+    /// NVSHMEM's symmetric heap): read once, when the endpoint is claimed.
+    reading_pe: u64,
     _side: PhantomData<fn() -> B>,
 }
 
 impl<B: Side> Producer<'static, B> {
-    /// The offsets of the published count's address and of the count in a producer,
-    /// for the assertion that they are `layout::handoff_producer`'s.
+    /// The offsets of the published count's address, of the count and of the reading
+    /// PE in a producer, for the assertion that they are `layout::handoff_producer`'s.
     #[doc(hidden)]
-    pub const FIELD_OFFSETS: (usize, usize) = (
+    pub const FIELD_OFFSETS: (usize, usize, usize) = (
         core::mem::offset_of!(Self, released)
             + core::mem::offset_of!(PublishedCount<'static>, published),
         core::mem::offset_of!(Self, count),
+        core::mem::offset_of!(Self, reading_pe),
     );
 }
 
@@ -419,8 +427,9 @@ impl<B: Side> Producer<'_, B> {
     pub fn release_with(&mut self, n: u64, fill: impl FnOnce(u64)) -> u64 {
         let first = self.count;
         fill(first);
+        let reading_pe = self.reading_pe.checked_sub(1).map(|pe| pe as u32);
         self.released
-            .publish_exclusive::<B>(first, n, "Producer::release");
+            .publish_exclusive::<B>(first, n, reading_pe, "Producer::release");
         self.count = first + n;
         first
     }

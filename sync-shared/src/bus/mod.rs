@@ -45,7 +45,7 @@ mod stop;
 pub use barrier::{BusArrivalToken, BusBarrier};
 pub use handoff::{Consumer, HandoffChannel, HandoffSemaphore, Producer};
 pub use latch::BusLatch;
-pub use side_line::{GpuSideLines, SideLine, ITS_OWN_WORD};
+pub use side_line::{Crossing, GpuSideLines, SideLine, ITS_OWN_WORD};
 pub use stop::BusStopSource;
 
 use core::fmt;
@@ -121,6 +121,40 @@ pub unsafe trait Side: 'static {
     /// One step of a short wait for another thread of this side (a publisher ahead in
     /// line). `round` starts at 0.
     fn pause(round: &mut u32);
+
+    /// Stores `value` to PE `pe`'s copy of `word` (an object in NVSHMEM's symmetric
+    /// heap: [`Crossing`]), delivered after every put, atomic and store this thread
+    /// issued to that PE before (`nvshmem_fence`, then `nvshmemx_signal_op` with
+    /// `NVSHMEM_SIGNAL_SET`). Only the GPU's side crosses PEs: the default says so and
+    /// panics.
+    fn store_bus_on_pe(word: &BusWord, value: u64, pe: u32) {
+        let _ = (word, value, pe);
+        crossing_unsupported()
+    }
+    /// Waits until every NVSHMEM operation this thread issued is complete at its
+    /// destination (`nvshmem_quiet`).
+    fn quiet() {
+        crossing_unsupported()
+    }
+    /// Strong compare-and-exchange on PE `pe`'s copy of a side word, with NVSHMEM's
+    /// atomic (`nvshmem_uint64_atomic_compare_swap`): relaxed, atomic with NVSHMEM's
+    /// atomics on the word only.
+    fn compare_exchange_on_pe(word: &BusWord, current: u64, new: u64, pe: u32) -> Result<u64, u64> {
+        let _ = (word, current, new, pe);
+        crossing_unsupported()
+    }
+}
+
+/// Stops a side whose bus words cannot cross PEs (the host's) from using an object
+/// marked for NVSHMEM's crossing.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn crossing_unsupported() -> ! {
+    misuse(
+        "bus object in NVSHMEM's symmetric heap",
+        "only GPU threads of the PEs it was placed for cross PEs through it",
+    )
 }
 
 /// Which side produces and which side consumes a [`HandoffSemaphore`].

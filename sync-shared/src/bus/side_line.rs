@@ -16,8 +16,10 @@ use crate::primitive::{const_fn, Ordering};
 /// device memory holding the line's value for an object in mapped memory;
 /// [`ITS_OWN_WORD`] for an object in device, managed or peer memory, where the line's
 /// own word is the GPU's (a mark, not an address: the object then reads the same at
-/// any address, so processes that map it at different addresses share it). Host
-/// threads use `word`.
+/// any address, so processes that map it at different addresses share it). For an
+/// object in NVSHMEM's symmetric heap, where each PE has its own copy, the line also
+/// says where the GPU side's bus stores go besides ([`Crossing`]). Host threads use
+/// `word`.
 ///
 /// A GPU thread that finds no address attached traps: the object was not placed by the
 /// runtime (built by hand in mapped memory, say), and nothing tells where its GPU words
@@ -30,11 +32,40 @@ pub struct SideLine {
     /// Device address of the word GPU threads use, or [`ITS_OWN_WORD`]; 0 until the
     /// runtime attaches one.
     gpu_word: BusWord,
+    /// Where the GPU side's bus stores go besides the object ([`Crossing`], tagged);
+    /// 0 for none. In the line's padding, so no object grows.
+    crossing: BusWord,
 }
 
 /// [`SideLine::gpu_word`] of a line whose own word GPU threads use (an object in memory
 /// the GPU may read-modify-write). No word lies at address 1 (words are 8-byte aligned).
 pub const ITS_OWN_WORD: u64 = 1;
+
+/// The low bits of [`SideLine::crossing`]'s word that say which [`Crossing`] it holds
+/// (0: none).
+const CROSSING_TAG: u64 = 0xff;
+/// Tag of a crossing whose bits above [`PE_SHIFT`] name the PE that this side's
+/// published count also goes to (a handoff's producing PE, in NVSHMEM's symmetric heap).
+const TAG_TO_PE: u64 = 1;
+/// Tag of a crossing whose bits above [`PE_SHIFT`] are the number of PEs that this
+/// side's stop requests go to (a stop source in NVSHMEM's symmetric heap).
+const TAG_TO_EVERY_PE: u64 = 2;
+/// Where a crossing keeps its PE number or count.
+const PE_SHIFT: u32 = 8;
+
+/// Where a GPU side's bus stores go besides the object's own word (see
+/// [`SideLine::crossing`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Crossing {
+    /// Nowhere else: the other side reads this very object (mapped, device, managed or
+    /// peer memory).
+    None,
+    /// Also to PE `n`'s copy of the object, through NVSHMEM (the object lies in
+    /// NVSHMEM's symmetric heap and the other side runs on PE `n`).
+    ToPe(u32),
+    /// Also to the copies of every PE of `0..n`, through NVSHMEM.
+    ToEveryPe(u32),
+}
 
 impl SideLine {
     const_fn! {
@@ -42,6 +73,7 @@ impl SideLine {
             Self {
                 word: BusWord::new(value),
                 gpu_word: BusWord::new(0),
+                crossing: BusWord::new(0),
             }
         }
     }
@@ -80,6 +112,40 @@ impl SideLine {
         // SAFETY: a nonzero address was attached with `attach_gpu_word`, whose contract
         // makes it a live, aligned word for as long as kernels use the object.
         unsafe { &*(address as usize as *const BusWord) }
+    }
+
+    /// Where this GPU side's bus stores go besides the object's own word: what the
+    /// runtime attached to the line of an object in NVSHMEM's symmetric heap, whose
+    /// other side reads another PE's copy. A plain load, as [`gpu_word`](Self::gpu_word).
+    #[inline(always)]
+    pub fn crossing(&self) -> Crossing {
+        let mark = self.crossing.load(Ordering::Relaxed);
+        let pe = (mark >> PE_SHIFT) as u32;
+        match mark & CROSSING_TAG {
+            TAG_TO_PE => Crossing::ToPe(pe),
+            TAG_TO_EVERY_PE => Crossing::ToEveryPe(pe),
+            _ => Crossing::None,
+        }
+    }
+
+    /// Tells GPU threads to use the line's own word, and to send this side's bus stores
+    /// by `crossing` as well.
+    ///
+    /// # Safety
+    ///
+    /// As [`attach_gpu_word`](Self::attach_gpu_word) with [`ITS_OWN_WORD`]; for a
+    /// crossing other than [`Crossing::None`], the object lies in NVSHMEM's symmetric
+    /// heap (every PE named has a copy at the same offset) and the kernels that use it
+    /// were linked with NVSHMEM's device library.
+    pub unsafe fn attach_own_word_crossing(&self, crossing: Crossing) {
+        let mark = match crossing {
+            Crossing::None => 0,
+            Crossing::ToPe(pe) => (u64::from(pe) << PE_SHIFT) | TAG_TO_PE,
+            Crossing::ToEveryPe(pes) => (u64::from(pes) << PE_SHIFT) | TAG_TO_EVERY_PE,
+        };
+        self.crossing.store(mark, Ordering::Relaxed);
+        // SAFETY: the caller's contract.
+        unsafe { self.attach_gpu_word(ITS_OWN_WORD) };
     }
 
     /// Tells GPU threads to use the word at device address `address` in this line's

@@ -4,7 +4,7 @@ use core::fmt;
 use core::marker::PhantomData;
 
 use super::counter::BusPair;
-use super::{BusWait, GpuSideLines, Side, SideKind, SideLine};
+use super::{BusWait, Crossing, GpuSideLines, Side, SideKind, SideLine};
 use crate::backend::Backend;
 use crate::primitive::{const_fn, Ordering};
 use crate::scope::Scope;
@@ -16,6 +16,9 @@ use crate::stop_token::StopSource;
 ///
 /// Each side has its own request word, written only by that side; a stop is requested
 /// when either is set.
+///
+/// Placed in NVSHMEM's symmetric heap for a job's PEs, a GPU's request reaches every
+/// PE's copy; a host's request reaches its own PE's kernels only.
 ///
 /// Counterpart: `std::stop_source` across the bus. Callbacks stay on the side that
 /// registered them: a GPU cannot run a host closure, so host callbacks live on an
@@ -64,6 +67,9 @@ impl<B: Side> BusStopSource<B> {
         // other's request, each side's load would have to follow the other's store,
         // which follows that side's load — a cycle. So at most one side sees the other.
         let other_seen = B::load_bus(self.requested.of(other), Ordering::Acquire) != 0;
+        if let (SideKind::Gpu, Crossing::ToEveryPe(pes)) = (B::KIND, claim.crossing()) {
+            return self.request_on_every_pe(claim, pes) && !other_seen;
+        }
         // Shared: two GPUs may both request through the GPU's claim (a word in GPU
         // memory: see `SideLine`).
         let first_here = B::compare_exchange_shared(
@@ -79,6 +85,24 @@ impl<B: Side> BusStopSource<B> {
         // published too. Only this side writes the word, so storing 1 again is harmless.
         B::store_bus(self.requested.of(B::KIND), 1, Ordering::Release);
         first_here && !other_seen
+    }
+
+    /// A GPU's request on a source in NVSHMEM's symmetric heap, shared by PEs `0..pes`
+    /// ([`Crossing::ToEveryPe`]): the claim is PE 0's copy of the GPU's claim word
+    /// (NVSHMEM's compare-and-swap, so one GPU request of all PEs is the first), and
+    /// the request word is set in every PE's copy (after a fence per PE, which carries
+    /// the requester's earlier puts and stores to that PE) and delivered before this
+    /// returns.
+    #[cold]
+    fn request_on_every_pe(&self, claim: &SideLine, pes: u32) -> bool {
+        let first = B::compare_exchange_on_pe(B::side_word(claim), 0, 1, 0).is_ok();
+        let word = self.requested.of(SideKind::Gpu);
+        for pe in 0..pes {
+            B::store_bus_on_pe(word, 1, pe);
+        }
+        B::quiet();
+        B::store_bus(word, 1, Ordering::Release);
+        first
     }
 
     /// Whether either side requested stop.
