@@ -30,6 +30,29 @@ extern "C" __device__ void scoped_sync_nvshmem_signal_add(uint64_t *signal, uint
     nvshmemx_signal_op(signal, value, NVSHMEM_SIGNAL_ADD, pe);
 }
 
+// Stores `value` to PE `pe`'s copy of the signal word `signal`, delivered after every
+// earlier operation of this thread to that PE (a bus word's publication).
+extern "C" __device__ void scoped_sync_nvshmem_fenced_signal_set(uint64_t *signal,
+                                                                 uint64_t value, int pe) {
+    nvshmem_fence();
+    nvshmemx_signal_op(signal, value, NVSHMEM_SIGNAL_SET, pe);
+}
+
+// Writes `value` to PE `pe`'s copy of `destination`.
+extern "C" __device__ void scoped_sync_nvshmem_put_u64(uint64_t *destination, uint64_t value,
+                                                       int pe) {
+    nvshmem_uint64_p(destination, value, pe);
+}
+
+// Copies `bytes` bytes from `source` to PE `pe`'s copy of `destination`.
+extern "C" __device__ void scoped_sync_nvshmem_putmem(void *destination, const void *source,
+                                                      size_t bytes, int pe) {
+    nvshmem_putmem(destination, source, bytes, pe);
+}
+
+// Orders this thread's operations to each PE (nvshmem_fence).
+extern "C" __device__ void scoped_sync_nvshmem_fence() { nvshmem_fence(); }
+
 // Ors `value` into PE `pe`'s copy of `word` (an atomic without a fetch).
 extern "C" __device__ void scoped_sync_nvshmem_or(uint64_t *word, uint64_t value, int pe) {
     nvshmem_uint64_atomic_or(word, value, pe);

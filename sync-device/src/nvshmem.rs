@@ -1,7 +1,8 @@
 //! NVSHMEM's device operations, through the shim `sync_build::NvshmemShim` compiles
-//! (`include/scoped_sync_nvshmem.cu`): what [`MultiGrid`](crate::MultiGrid) uses to
-//! reach GPUs it cannot load from or store to, and [`quiet`] for kernels that put data
-//! with NVSHMEM before a phase.
+//! (`include/scoped_sync_nvshmem.cu`): what [`MultiGrid`](crate::MultiGrid) and the bus
+//! objects placed by `cuda::Nvshmem` use to reach GPUs they cannot load from or store
+//! to, and the puts ([`put_u64`], [`put`]) and orderings ([`fence`], [`quiet`]) a kernel
+//! uses to move its data to another PE beside them.
 //!
 //! NVSHMEM's device API is inline C++ in its headers; the shim gives each operation a
 //! C name, and `sync_build::NvshmemShim::link` device-links it, the kernel crate and
@@ -13,6 +14,10 @@
 
 extern "C" {
     fn scoped_sync_nvshmem_signal_add(signal: *mut u64, value: u64, pe: i32);
+    fn scoped_sync_nvshmem_fenced_signal_set(signal: *mut u64, value: u64, pe: i32);
+    fn scoped_sync_nvshmem_put_u64(destination: *mut u64, value: u64, pe: i32);
+    fn scoped_sync_nvshmem_putmem(destination: *mut u8, source: *const u8, bytes: usize, pe: i32);
+    fn scoped_sync_nvshmem_fence();
     fn scoped_sync_nvshmem_or(word: *mut u64, value: u64, pe: i32);
     fn scoped_sync_nvshmem_fetch(word: *mut u64, pe: i32) -> u64;
     fn scoped_sync_nvshmem_compare_swap(
@@ -37,6 +42,66 @@ pub fn quiet() {
     // SAFETY: the shim's function takes no arguments; the module was linked with it
     // and NVSHMEM's device library, and initialized by `cuda::Nvshmem::load`.
     unsafe { scoped_sync_nvshmem_quiet() }
+}
+
+/// Orders this thread's puts, atomics and signals to each PE: those issued before are
+/// delivered to a PE before those issued after, to the same PE (not completed: see
+/// [`quiet`]). A release of a handoff placed by `cuda::Nvshmem` fences itself; a kernel
+/// calls this between two puts whose order the other PE relies on.
+///
+/// Counterpart: `nvshmem_fence()` on the device.
+#[inline]
+pub fn fence() {
+    // SAFETY: as in `quiet`.
+    unsafe { scoped_sync_nvshmem_fence() }
+}
+
+/// Writes `value` to PE `pe`'s copy of `destination` (`nvshmem_uint64_p`): the payload
+/// of a unit that a handoff placed by `cuda::Nvshmem` then releases to that PE (the
+/// release is delivered after it).
+///
+/// # Safety
+///
+/// `destination` is a live, aligned `u64` of this PE's symmetric heap (its address in
+/// this PE, as NVSHMEM's calls take it) that PE `pe` does not access while the put
+/// may land; `pe` is a PE of the job.
+///
+/// # Examples
+///
+/// ```ignore
+/// // Unit k's payload into the consumer's ring, then the unit.
+/// work.release_with(1, |k| unsafe { nvshmem::put_u64(ring.add(k as usize % RING), value, consumer) });
+/// ```
+#[inline]
+pub unsafe fn put_u64(destination: *mut u64, value: u64, pe: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { scoped_sync_nvshmem_put_u64(destination, value, pe as i32) }
+}
+
+/// Copies `bytes` bytes from `source` (any memory this thread reads) to PE `pe`'s
+/// copy of `destination` (`nvshmem_putmem`), as [`put_u64`] does one word.
+///
+/// # Safety
+///
+/// As [`put_u64`], for `bytes` bytes at `destination`; `source` holds `bytes` readable
+/// bytes.
+#[inline]
+pub unsafe fn put(destination: *mut u8, source: *const u8, bytes: usize, pe: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { scoped_sync_nvshmem_putmem(destination, source, bytes, pe as i32) }
+}
+
+/// Stores `value` to PE `pe`'s copy of `signal` once this thread's earlier operations
+/// to that PE are delivered (`nvshmem_fence`, then `nvshmemx_signal_op` with
+/// `NVSHMEM_SIGNAL_SET`): a bus word's publication to the PE that polls it.
+///
+/// # Safety
+///
+/// As [`signal_add`].
+#[inline(always)]
+pub(crate) unsafe fn fenced_signal_set(signal: *mut u64, value: u64, pe: u32) {
+    // SAFETY: the caller's contract.
+    unsafe { scoped_sync_nvshmem_fenced_signal_set(signal, value, pe as i32) }
 }
 
 /// Adds `value` to PE `pe`'s copy of `signal` (`nvshmemx_signal_op`, `NVSHMEM_SIGNAL_ADD`).

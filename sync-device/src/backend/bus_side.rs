@@ -6,6 +6,7 @@ use sync_shared::bus::{BusStopSource, BusWait, BusWord, Side, SideKind, SideLine
 use sync_shared::{Backend, Device, Ordering, System};
 
 use crate::backend::gpu::{backoff_ns, cas_order, nanosleep, GlobalTime, Gpu, POLL_ROUNDS};
+use crate::backend::pe_crossing;
 use crate::ptx::atomics::PtxScope;
 
 // SAFETY: bus words get `ld`/`st` at `.sys` scope (atomic on mapped memory as aligned
@@ -14,7 +15,9 @@ use crate::ptx::atomics::PtxScope;
 // pinned host memory), and get `.gpu`-scope atomics, atomic among the threads of one
 // GPU, because no host thread and no other GPU touches a GPU's side word (a `GpuToGpu`
 // object has one side word per GPU; the one word two GPUs may share, a stop source's
-// claim, takes `compare_exchange_shared` at `.sys` scope); `pause` only sleeps.
+// claim, takes `compare_exchange_shared` at `.sys` scope); `pause` only sleeps; the
+// operations on another PE's copy are NVSHMEM's, reached only for an object whose mark
+// says it lies in NVSHMEM's symmetric heap.
 unsafe impl Side for Gpu {
     const KIND: SideKind = SideKind::Gpu;
 
@@ -72,6 +75,26 @@ unsafe impl Side for Gpu {
     fn pause(round: &mut u32) {
         nanosleep(backoff_ns(*round));
         *round = round.saturating_add(1);
+    }
+    #[inline(always)]
+    fn store_bus_on_pe(word: &BusWord, value: u64, pe: u32) {
+        // SAFETY: a word of an object the runtime placed in NVSHMEM's symmetric heap for
+        // PE `pe` (the mark that sent the caller here says so: `Side`'s contract).
+        unsafe { pe_crossing::fenced_signal_set(word.as_ptr(), value, pe) }
+    }
+    #[inline(always)]
+    fn quiet() {
+        pe_crossing::quiet();
+    }
+    #[inline(always)]
+    fn compare_exchange_on_pe(word: &BusWord, current: u64, new: u64, pe: u32) -> Result<u64, u64> {
+        // SAFETY: as in `store_bus_on_pe`.
+        let previous = unsafe { pe_crossing::compare_swap(word.as_ptr(), current, new, pe) };
+        if previous == current {
+            Ok(previous)
+        } else {
+            Err(previous)
+        }
     }
 }
 

@@ -4,4 +4,5 @@
 
 pub(crate) mod bus_side;
 pub(crate) mod gpu;
+pub(crate) mod pe_crossing;
 pub(crate) mod scope_check;

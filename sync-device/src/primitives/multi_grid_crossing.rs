@@ -82,37 +82,4 @@ pub(super) unsafe fn compare_swap_counter(
     }
 }
 
-/// NVSHMEM's operations, where the kernel crate was built with sync-device's `nvshmem`
-/// feature.
-#[cfg(feature = "nvshmem")]
-use crate::nvshmem as nvshmem_crossing;
-
-/// Without the `nvshmem` feature a barrier joined with NVSHMEM's crossing cannot run:
-/// each operation says so and traps.
-#[cfg(not(feature = "nvshmem"))]
-mod nvshmem_crossing {
-    const WITHOUT_NVSHMEM: &str = "MultiGrid: this barrier crosses with NVSHMEM \
-        (`cuda::MultiGrid::join_nvshmem_signals`), but the kernel was built without \
-        sync-device's `nvshmem` feature: turn it on in the kernel crate and load the \
-        module with `cuda::Nvshmem::load`";
-
-    #[cold]
-    pub(super) unsafe fn signal_add(_: *mut u64, _: u64, _: u32) {
-        panic!("{WITHOUT_NVSHMEM}")
-    }
-
-    #[cold]
-    pub(super) unsafe fn or(_: *mut u64, _: u64, _: u32) {
-        panic!("{WITHOUT_NVSHMEM}")
-    }
-
-    #[cold]
-    pub(super) unsafe fn fetch(_: *mut u64, _: u32) -> u64 {
-        panic!("{WITHOUT_NVSHMEM}")
-    }
-
-    #[cold]
-    pub(super) unsafe fn compare_swap(_: *mut u64, _: u64, _: u64, _: u32) -> u64 {
-        panic!("{WITHOUT_NVSHMEM}")
-    }
-}
+use crate::backend::pe_crossing as nvshmem_crossing;
