@@ -73,7 +73,9 @@ pub use multi_grid::MultiGrid;
 pub use multi_grid_host::{HostParty, HostPartyError};
 pub use nvrtc::{CudaSource, CUDA_HEADER, CUDA_HEADER_NAME};
 #[cfg(target_os = "linux")]
-pub use nvshmem::{Nvshmem, NvshmemError, SymmetricMemory, HOME_VARIABLE as NVSHMEM_HOME_VARIABLE};
+pub use nvshmem::{
+    Nvshmem, NvshmemError, SymmetricMemory, SymmetricObject, HOME_VARIABLE as NVSHMEM_HOME_VARIABLE,
+};
 pub use peer::{PeerLink, PeerMemory};
 pub use placement::{GpuWords, Managed, Mapped, Placed, PlacementError, Shareable};
 pub use polled::Polled;

@@ -287,6 +287,13 @@ pub unsafe trait DeviceObject {
 /// The bytes of a bitwise copy of `object` that will lie in GPU memory, with its GPU
 /// side words attached there.
 pub(super) fn device_bytes<T: DeviceObject>(object: &T) -> Vec<u8> {
+    // SAFETY: `copy` is the host's copy of the bytes the caller puts in GPU memory.
+    device_bytes_with(object, |copy| unsafe { copy.attach_in_gpu_memory() })
+}
+
+/// The bytes of a bitwise copy of `object`, after `attach` marked the copy's GPU side
+/// lines for the memory the bytes go to.
+pub(super) fn device_bytes_with<T: DeviceObject>(object: &T, attach: impl FnOnce(&T)) -> Vec<u8> {
     let mut copy = Box::<T>::new_uninit();
     // SAFETY: room for one `T`; `DeviceObject` types are plain words, so a bitwise copy
     // is a valid object.
@@ -294,8 +301,7 @@ pub(super) fn device_bytes<T: DeviceObject>(object: &T) -> Vec<u8> {
         std::ptr::copy_nonoverlapping(object, copy.as_mut_ptr(), 1);
         copy.assume_init_ref()
     };
-    // SAFETY: `copy` is the host's copy of the bytes the caller puts in GPU memory.
-    unsafe { copy.attach_in_gpu_memory() };
+    attach(copy);
     // SAFETY: `size_of::<T>()` initialized bytes without padding (`DeviceObject`).
     unsafe {
         std::slice::from_raw_parts(

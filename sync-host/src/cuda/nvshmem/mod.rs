@@ -1,8 +1,9 @@
 //! NVSHMEM as the engine of the multi-GPU objects across processes: [`Nvshmem`] starts
 //! NVSHMEM in each process of a [`ProcessGroup`] (one GPU each), bootstrapped by its
 //! unique ID, which the group carries (no MPI); [`SymmetricMemory`] is memory of its
-//! symmetric heap, and [`MultiGrid::join_nvshmem`](super::MultiGrid::join_nvshmem)
-//! places the multi-GPU barrier there.
+//! symmetric heap, [`MultiGrid::join_nvshmem`](super::MultiGrid::join_nvshmem)
+//! places the multi-GPU barrier there, and [`Nvshmem::handoff`] and
+//! [`Nvshmem::stop_source`] the bus objects whose ends are kernels of different PEs.
 //!
 //! NVSHMEM's host library is loaded at run time (`$NVSHMEM_HOME/lib`, an active Python
 //! environment's `nvidia/nvshmem/lib`, or the loader's path): a program builds without
@@ -20,6 +21,7 @@
 mod error;
 mod kernels;
 mod library;
+mod objects;
 
 use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
@@ -31,6 +33,7 @@ use cudarc::driver::sys;
 pub use error::NvshmemError;
 pub use library::HOME_VARIABLE;
 use library::{Functions, InitAttr, UniqueId, INIT_WITH_UNIQUE_ID};
+pub use objects::SymmetricObject;
 
 use super::{CudaError, Runtime};
 use crate::process::ProcessGroup;
