@@ -159,6 +159,15 @@ fn a_handoff_from_one_process_to_another_moves_1000000_units_with_count_and_chec
 }
 
 #[test]
+fn a_handoff_across_processes_by_nvshmem_signals_moves_1000000_units_with_count_and_checksum() {
+    if gpu_count().is_none() || !nvshmem_found() || !nvshmem_shim_built() {
+        return;
+    }
+    let ranks = start_ranks("nvshmem-signals-handoff", 2);
+    expect_success("a handoff by NVSHMEM signals", ranks, &[], 300);
+}
+
+#[test]
 fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_after() {
     if gpu_count().is_none() {
         return;
@@ -248,7 +257,10 @@ fn rank() {
         return system_barrier_rank(&gpu, &group);
     }
     if scenario == "handoff" {
-        return handoff_rank(&gpu, &group);
+        return handoff_rank(&gpu, &group, Engine::Driver);
+    }
+    if scenario == "nvshmem-signals-handoff" {
+        return handoff_rank(&gpu, &group, Engine::NvshmemSignals);
     }
     let rank = group.rank();
     let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
@@ -399,59 +411,103 @@ fn download(gpu: &Gpu, counts: &scoped_sync::cuda::cudarc::driver::CudaSlice<u32
 /// Units of the handoff test.
 const HANDOFF_UNITS: u64 = 1_000_000;
 
-/// One rank of the handoff test: rank 0's thread produces [`HANDOFF_UNITS`] units for
-/// rank 1's (`peer_handoff_produce` and `peer_handoff_consume`, as `gpu_peer`'s handoff
-/// between two GPUs of one process), through a `HandoffSemaphore<GpuToGpu>` and the
+/// One rank of the handoff tests: rank 0's thread produces [`HANDOFF_UNITS`] units for
+/// rank 1's through a `HandoffSemaphore<GpuToGpu>`, with credits back and a stop
+/// source (`handoff_ends.rs` of the kernel crates); rank 1 checks the count, the
+/// checksum and the order. By driver IPC (`Engine::Driver`: `peer_handoff_produce` and
+/// `peer_handoff_consume`, as `gpu_peer`'s handoff between two GPUs of one process, the
 /// payload ring in rank 1's GPU, the credits and the stop source in rank 0's, each
-/// process mapping them where it likes; rank 1 checks the count, the checksum and the
-/// order.
-fn handoff_rank(gpu: &Gpu, group: &ProcessGroup) {
+/// process mapping them where it likes), or in NVSHMEM's symmetric heap crossing by its
+/// signals (`Engine::NvshmemSignals`: `Nvshmem::handoff` and `stop_source`, the
+/// payloads put by NVSHMEM into rank 1's copy of the ring).
+fn handoff_rank(gpu: &Gpu, group: &ProcessGroup, engine: Engine) {
     let (producer, consumer) = (0, 1);
-    let work = gpu
-        .place_for_processes(group, consumer, &HandoffSemaphore::<GpuToGpu>::new(0))
-        .unwrap();
-    let credits = gpu
-        .place_for_processes(
-            group,
-            producer,
-            &HandoffSemaphore::<GpuToGpu>::new(HANDOFF_RING),
-        )
-        .unwrap();
-    let stop = gpu
-        .place_for_processes(group, producer, &BusStopSource::new())
-        .unwrap();
-    let slots = gpu
-        .zeros_for_processes(group, consumer, 2 * HANDOFF_RING as usize)
-        .unwrap();
     let rank = group.rank();
+    let mut module = None;
+    let objects: [u64; 4];
+    let _placed: Box<dyn std::any::Any>;
+    if engine == Engine::NvshmemSignals {
+        let shmem = Nvshmem::start(gpu, group).unwrap();
+        module = Some(shmem.load(&KERNELS_NVSHMEM).unwrap());
+        let work = shmem.handoff(0, producer, consumer).unwrap();
+        let credits = shmem.handoff(HANDOFF_RING, consumer, producer).unwrap();
+        let stop = shmem.stop_source().unwrap();
+        let slots = shmem.zeros(8 * HANDOFF_RING as usize).unwrap();
+        objects = [
+            work.device_address(),
+            credits.device_address(),
+            slots.device_address(),
+            stop.device_address(),
+        ];
+        // The tuple drops the objects before its handle of NVSHMEM.
+        _placed = Box::new((work, credits, stop, slots, shmem));
+    } else {
+        let work = gpu
+            .place_for_processes(group, consumer, &HandoffSemaphore::<GpuToGpu>::new(0))
+            .unwrap();
+        let credits = gpu
+            .place_for_processes(
+                group,
+                producer,
+                &HandoffSemaphore::<GpuToGpu>::new(HANDOFF_RING),
+            )
+            .unwrap();
+        let stop = gpu
+            .place_for_processes(group, producer, &BusStopSource::new())
+            .unwrap();
+        let slots = gpu
+            .zeros_for_processes(group, consumer, 2 * HANDOFF_RING as usize)
+            .unwrap();
+        objects = [
+            work.device_address(),
+            credits.device_address(),
+            slots.device_address(),
+            stop.device_address(),
+        ];
+        _placed = Box::new((work, credits, stop, slots));
+    }
+    let [work, credits, slots, stop] = objects;
+    let prefix = if module.is_some() { "nvshmem" } else { "peer" };
     let (name, args, counts) = if rank == producer {
         let failures = gpu.zeros::<u32>(1).unwrap();
-        let args = KernelArgs::new()
-            .arg(work.device_address())
-            .arg(credits.device_address())
-            .arg(slots.device_address())
+        let mut args = KernelArgs::new().arg(work).arg(credits).arg(slots);
+        if module.is_some() {
+            args = args.arg(consumer as u32);
+        }
+        let args = args
             .arg(HANDOFF_UNITS)
-            .arg(stop.device_address())
+            .arg(stop)
             .arg(gpu.address(&failures));
-        ("peer_handoff_produce", args, Counts::Producer(failures))
+        (
+            format!("{prefix}_handoff_produce"),
+            args,
+            Counts::Producer(failures),
+        )
     } else {
         let result = gpu.zeros::<u64>(3).unwrap();
         let args = KernelArgs::new()
-            .arg(work.device_address())
-            .arg(credits.device_address())
-            .arg(slots.device_address())
-            .arg(stop.device_address())
+            .arg(work)
+            .arg(credits)
+            .arg(slots)
+            .arg(stop)
             .arg(gpu.address(&result));
-        ("peer_handoff_consume", args, Counts::Consumer(result))
+        (
+            format!("{prefix}_handoff_consume"),
+            args,
+            Counts::Consumer(result),
+        )
     };
-    let kernel = gpu.kernel(name).unwrap();
+    let kernel = match &module {
+        Some(module) => module.kernel(&name).unwrap(),
+        None => gpu.kernel(&name).unwrap(),
+    };
     // Both kernels start within their waits' patience (10 s) of each other: the slower
     // process's setup does not count against the faster one's first wait.
     group.barrier().unwrap();
     let started = Instant::now();
-    // SAFETY: `peer_handoff_produce` and `peer_handoff_consume`, one thread each, on
-    // objects placed for both processes, which outlive the kernels (the group meets
-    // below before anything is unmapped).
+    // SAFETY: `*_handoff_produce` and `*_handoff_consume` with their parameters, one
+    // thread each, on objects placed for both processes, which outlive the kernels (the
+    // group meets below before anything is unmapped).
     unsafe { kernel.launch(LaunchConfig::new(1, 32), args) }.unwrap();
     gpu.synchronize().unwrap();
     let took = started.elapsed();
@@ -473,7 +529,7 @@ fn handoff_rank(gpu: &Gpu, group: &ProcessGroup) {
                 "consumer (units, checksum, out-of-order units or failed waits)"
             );
             println!(
-                "rank 1: {HANDOFF_UNITS} units from rank 0's GPU through a ring of {HANDOFF_RING}: {took:?}"
+                "rank 1: {HANDOFF_UNITS} units from rank 0's GPU through a ring of {HANDOFF_RING} ({prefix}): {took:?}"
             );
         }
     }

@@ -25,6 +25,7 @@ mod costs;
 mod device_checks;
 mod fair_semaphore;
 mod functional;
+mod handoff_ends;
 mod host_device;
 mod launch_shapes;
 mod litmus;

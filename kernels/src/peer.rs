@@ -3,17 +3,12 @@
 
 use core::time::Duration;
 
-use sync_device::{
-    global_thread_index, BusStopSource, DeviceWait, Gpu, GpuToGpu, HandoffSemaphore, MultiGrid,
-    WaitError,
-};
+use sync_device::{global_thread_index, BusStopSource, Gpu, GpuToGpu, HandoffSemaphore, MultiGrid};
 use sync_shared::{Backend, Barrier, Device, Latch, Ordering, System, Word};
 
 use crate::count;
 
-/// How long a thread waits for the other GPU before it counts a failure and leaves
-/// (a dead peer must end the test, not hang it).
-const PATIENCE: Duration = Duration::from_secs(10);
+use crate::handoff_ends::{consume, ping_pong, produce, PATIENCE};
 
 /// Every thread counts the latch down once and waits (timed) for it to open, then adds
 /// 1 to `opened` (device memory of this GPU); a wait that ran out adds 1 to `failures`.
@@ -91,16 +86,6 @@ pub unsafe extern "gpu-kernel" fn peer_barrier_phases(
     }
 }
 
-/// Payload slots of the cross-GPU handoff (`peer_handoff_*`): the producer may run this
-/// many units ahead of the consumer.
-pub const HANDOFF_RING: u64 = 64;
-
-/// The payload of unit `k` of the cross-GPU handoff (the host computes the checksum of
-/// the same values).
-fn handoff_payload(k: u64) -> u64 {
-    k.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (k >> 7)
-}
-
 /// The producing GPU's end of a cross-GPU handoff, in thread 0: `units` units, each
 /// after a credit from `credits` (the consumer hands a slot back), its payload written
 /// into slot `k % HANDOFF_RING` of `slots`, released on `work` (exclusive endpoints:
@@ -124,7 +109,7 @@ pub unsafe extern "gpu-kernel" fn peer_handoff_produce(
 ) {
     if global_thread_index() == 0 {
         // SAFETY: the caller's contract.
-        unsafe { produce(work, credits, slots, units, stop, failures) };
+        unsafe { produce(work, credits, units, stop, failures, store_into(slots)) };
     }
 }
 
@@ -179,103 +164,27 @@ pub unsafe extern "gpu-kernel" fn peer_handoff_relay(
         // SAFETY: the caller's contract.
         0 => unsafe { consume(in_work, in_credits, in_slots, in_stop, result) },
         // SAFETY: the caller's contract.
-        32 => unsafe { produce(out_work, out_credits, out_slots, units, out_stop, failures) },
+        32 => unsafe {
+            produce(
+                out_work,
+                out_credits,
+                units,
+                out_stop,
+                failures,
+                store_into(out_slots),
+            )
+        },
         _ => {}
     }
 }
 
-/// [`peer_handoff_produce`]'s work, in the calling thread.
-///
-/// # Safety
-///
-/// As [`peer_handoff_produce`].
-unsafe fn produce(
-    work: *const HandoffSemaphore<GpuToGpu>,
-    credits: *const HandoffSemaphore<GpuToGpu>,
-    slots: *mut u64,
-    units: u64,
-    stop: *const BusStopSource,
-    failures: *mut u32,
-) {
-    // SAFETY: the caller's contract.
-    let (work, credits, stop) = unsafe { (&*work, &*credits, &*stop) };
-    let (Some(mut out), Some(mut back)) = (work.producer(), credits.consumer()) else {
-        count(failures);
-        return;
-    };
-    let wait = DeviceWait::new().timeout(PATIENCE);
-    for k in 0..units {
-        if back.acquire(wait).is_err() {
-            count(failures);
-            return;
-        }
-        out.release_with(1, |first| {
-            // SAFETY: slot `first % HANDOFF_RING` of `slots`: the consumer handed it
-            // back (the credit just acquired) and reads it after this release.
-            unsafe {
-                slots
-                    .add((first % HANDOFF_RING) as usize)
-                    .write_volatile(handoff_payload(k))
-            }
-        });
-    }
-    stop.request_stop();
-}
-
-/// [`peer_handoff_consume`]'s work, in the calling thread.
-///
-/// # Safety
-///
-/// As [`peer_handoff_consume`].
-unsafe fn consume(
-    work: *const HandoffSemaphore<GpuToGpu>,
-    credits: *const HandoffSemaphore<GpuToGpu>,
-    slots: *const u64,
-    stop: *const BusStopSource,
-    result: *mut u64,
-) {
-    // SAFETY: the caller's contract.
-    let (work, credits, stop) = unsafe { (&*work, &*credits, &*stop) };
-    let (Some(mut inbox), Some(mut back)) = (work.consumer(), credits.producer()) else {
-        // SAFETY: as above.
-        unsafe { result.add(2).write(1) };
-        return;
-    };
-    let (mut units, mut sum, mut bad) = (0u64, 0u64, 0u64);
-    let mut take = |unit: u64| {
-        if unit != units {
-            bad += 1;
-        }
-        // SAFETY: slot `unit % HANDOFF_RING`, written before the unit's release.
-        sum =
-            sum.wrapping_add(unsafe { slots.add((unit % HANDOFF_RING) as usize).read_volatile() });
-        units += 1;
-    };
-    loop {
-        match inbox.acquire(DeviceWait::new().timeout(PATIENCE).stop(stop)) {
-            Ok(unit) => {
-                take(unit);
-                back.release(1);
-            }
-            Err(WaitError::Stopped) => {
-                // The stop was requested after the last release, and seeing it
-                // acquires that release: drain what the last polls missed.
-                while let Some(unit) = inbox.try_acquire() {
-                    take(unit);
-                }
-                break;
-            }
-            Err(_) => {
-                bad += 1;
-                break;
-            }
-        }
-    }
-    // SAFETY: as above.
-    unsafe {
-        result.write(units);
-        result.add(1).write(sum);
-        result.add(2).write(bad);
+/// A producer's payload writer: stores into the consumer's ring of `HANDOFF_RING` words
+/// at `slots` (peer memory this GPU reaches), which the consumer reads after the
+/// unit's release.
+fn store_into(slots: *mut u64) -> impl FnMut(usize, u64) {
+    move |slot, value| {
+        // SAFETY: `slot < HANDOFF_RING`, a slot the consumer handed back (see `produce`).
+        unsafe { slots.add(slot).write_volatile(value) }
     }
 }
 
@@ -299,34 +208,9 @@ pub unsafe extern "gpu-kernel" fn peer_ping_pong(
     spin: u32,
     elapsed: *mut u64,
 ) {
-    if global_thread_index() != 0 {
-        return;
-    }
-    // SAFETY: the caller's contract.
-    let (outgoing, incoming) = unsafe { (&*outgoing, &*incoming) };
-    let (Some(mut out), Some(mut inbox)) = (outgoing.producer(), incoming.consumer()) else {
-        return;
-    };
-    let wait = DeviceWait::new().timeout(PATIENCE);
-    let wait = if spin != 0 { wait.spin() } else { wait };
-    let mut start = <Gpu as Backend<System>>::now();
-    for round in 0..rounds {
-        if round == 1 {
-            start = <Gpu as Backend<System>>::now();
-        }
-        if first != 0 {
-            out.release(1);
-        }
-        if inbox.acquire(wait).is_err() {
-            return;
-        }
-        if first == 0 {
-            out.release(1);
-        }
-    }
-    if first != 0 {
+    if global_thread_index() == 0 {
         // SAFETY: the caller's contract.
-        unsafe { elapsed.write(<Gpu as Backend<System>>::now().0 - start.0) };
+        unsafe { ping_pong(outgoing, incoming, first != 0, rounds, spin != 0, elapsed) };
     }
 }
 
