@@ -140,4 +140,10 @@ for label in ("scoped-sync GpuToGpu ping-pong", "scoped-sync GpuToGpu, sleeping"
         print(f"{label} / raw ping-pong: {ratio:.3f}  (target <= 1.05: {'met' if ratio <= 1.05 else 'NOT met'})")
     if clocked and (label, 1, 1) in best:
         print(f"{label} / raw ping-pong with clock reads: {best[(label, 1, 1)] / clocked:.3f}")
+# The round trip across processes: by driver IPC (one machine) and by NVSHMEM's signals
+# (what reaches other machines), beside the one-process round trip and the raw one.
+for label in ("scoped-sync GpuToGpu, processes", "scoped-sync GpuToGpu, NVSHMEM signals"):
+    for theirs in ("scoped-sync GpuToGpu ping-pong", "raw ping-pong GPU 0 <-> 1", "scoped-sync GpuToGpu, processes"):
+        if label != theirs and (label, 1, 1) in best and (theirs, 1, 1) in best:
+            print(f"{label} / {theirs}: {best[(label, 1, 1)] / best[(theirs, 1, 1)]:.3f}")
 PY

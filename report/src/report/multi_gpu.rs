@@ -78,7 +78,9 @@ pub fn run(out: &mut impl Write, count: u32) -> Result<(), Box<dyn std::error::E
 /// rank's), the barrier of every rank's grid per phase, [`BLOCK_SIZES`] threads a
 /// block and the fewest SMs of the group's GPUs as blocks, with the counters shared by
 /// driver IPC, then (where NVSHMEM is installed) in NVSHMEM's symmetric heap, reached
-/// by direct pointers and by NVSHMEM's signal operations; rank 0 prints the lines.
+/// by direct pointers and by NVSHMEM's signal operations; and the `GpuToGpu` round
+/// trip between ranks 0 and 1 by driver IPC and by NVSHMEM's signals. Rank 0 prints
+/// the lines.
 ///
 /// # Errors
 ///
@@ -108,6 +110,25 @@ pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error
     let label = "scoped-sync MultiGrid, processes";
     let kernel = gpu.kernel("multi_grid_timed")?;
     time_across_processes(out, &gpu, &group, &mut barrier, &kernel, blocks, label)?;
+    // The handoff's round trip between ranks 0 and 1, each inbox in the GPU that polls
+    // it, shared by driver IPC.
+    let inboxes = [0, 1]
+        .map(|owner| gpu.place_for_processes(&group, owner, &HandoffSemaphore::<GpuToGpu>::new(0)));
+    let [to_0, to_1] = inboxes;
+    let (to_0, to_1) = (to_0?, to_1?);
+    let kernel = gpu.kernel("peer_ping_pong")?;
+    let addresses = [to_0.device_address(), to_1.device_address()];
+    let ns = best_of(|| round_trip_across_processes(&gpu, &group, &kernel, addresses))?;
+    if group.rank() == 0 {
+        line(
+            out,
+            "scoped-sync GpuToGpu, processes",
+            1,
+            1,
+            ns,
+            "round trip",
+        )?;
+    }
     // The same barrier with its counters in NVSHMEM's symmetric heap, where NVSHMEM is
     // installed (the processes of one machine see the same installation).
     match Nvshmem::library() {
@@ -139,6 +160,23 @@ pub fn run_as_rank(out: &mut impl Write) -> Result<(), Box<dyn std::error::Error
                     let mut barrier = MultiGrid::join_nvshmem_signals(&shmem)?;
                     let label = "scoped-sync MultiGrid, NVSHMEM signals";
                     time_across_processes(out, &gpu, &group, &mut barrier, &kernel, blocks, label)?;
+                    // The round trip through handoffs in the heap (`Nvshmem::handoff`),
+                    // each way's count sent by NVSHMEM's signal set.
+                    let (to_0, to_1) = (shmem.handoff(0, 1, 0)?, shmem.handoff(0, 0, 1)?);
+                    let kernel = module.kernel("nvshmem_ping_pong")?;
+                    let addresses = [to_0.device_address(), to_1.device_address()];
+                    let ns =
+                        best_of(|| round_trip_across_processes(&gpu, &group, &kernel, addresses))?;
+                    if group.rank() == 0 {
+                        line(
+                            out,
+                            "scoped-sync GpuToGpu, NVSHMEM signals",
+                            1,
+                            1,
+                            ns,
+                            "round trip",
+                        )?;
+                    }
                 }
             }
         }
@@ -174,6 +212,40 @@ fn time_across_processes(
     // Nobody unmaps its counter while another still launches.
     group.barrier()?;
     Ok(())
+}
+
+/// One launch of `kernel` (`peer_ping_pong` or `nvshmem_ping_pong`, one spinning
+/// thread) on ranks 0 and 1, whose inboxes this process reaches at `inboxes`
+/// (`GpuToGpu` semaphores holding as many units as they ever received, each polled by
+/// its rank): nanoseconds per round trip on rank 0, 0 elsewhere. Collective.
+fn round_trip_across_processes(
+    gpu: &Gpu,
+    group: &ProcessGroup,
+    kernel: &Kernel,
+    inboxes: [u64; 2],
+) -> Result<f64, Box<dyn std::error::Error>> {
+    let rank = group.rank();
+    let elapsed = gpu.zeros::<u64>(1)?;
+    // Both kernels start within each other's patience.
+    group.barrier()?;
+    if rank < 2 {
+        let args = KernelArgs::new()
+            .arg(inboxes[1 - rank])
+            .arg(inboxes[rank])
+            .arg(u32::from(rank == 0))
+            .arg(ROUND_TRIPS)
+            .arg(1_u32)
+            .arg(&elapsed);
+        // SAFETY: `*_ping_pong(outgoing, incoming, first, rounds, spin, elapsed)`, one
+        // thread on each of the two ranks; the semaphores outlive the kernels (the
+        // group meets after each launch ended), `elapsed` too (synchronized here).
+        unsafe { kernel.launch(LaunchConfig::new(1, 1), args) }?;
+        gpu.synchronize()?;
+    }
+    group.barrier()?;
+    let ns = gpu.download(&elapsed)?[0];
+    // The kernel times every round trip but the first (see `peer_ping_pong`).
+    Ok(ns as f64 / f64::from(ROUND_TRIPS - 1))
 }
 
 /// One line in the anchor's format.
