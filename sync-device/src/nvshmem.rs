@@ -68,10 +68,9 @@ pub fn fence() {
 ///
 /// # Examples
 ///
-/// ```ignore
-/// // Unit k's payload into the consumer's ring, then the unit.
-/// work.release_with(1, |k| unsafe { nvshmem::put_u64(ring.add(k as usize % RING), value, consumer) });
-/// ```
+/// The project's `kernels/nvshmem` crate (`nvshmem_handoff_produce`) puts unit `k`'s
+/// payload into the consumer's ring with it inside `release_with(1, |k| …)`, so that
+/// the release delivers the unit after its payload.
 #[inline]
 pub unsafe fn put_u64(destination: *mut u64, value: u64, pe: u32) {
     // SAFETY: the caller's contract.
