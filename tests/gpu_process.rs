@@ -17,11 +17,12 @@ use common::peer::{handoff_payload, HANDOFF_RING};
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use harness::{Gpu, KERNELS_NVSHMEM};
-use scoped_sync::cuda::{CudaError, KernelArgs, LaunchConfig, MultiGrid, Nvshmem};
+use scoped_sync::cuda::{CudaError, HostPartyError, KernelArgs, LaunchConfig, MultiGrid, Nvshmem};
 use scoped_sync::process::{
     JobSecret, PeerFailure, ProcessGroup, ProcessGroupError, Rendezvous, DIRECTORY_VARIABLE,
     JOB_VARIABLE, SECRET_VARIABLE,
@@ -168,6 +169,23 @@ fn a_handoff_across_processes_by_nvshmem_signals_moves_1000000_units_with_count_
 }
 
 #[test]
+fn host_parties_of_both_processes_take_part_in_10000_phases_with_cross_process_checks() {
+    if gpu_count().is_none() {
+        return;
+    }
+    let ranks = start_ranks("host-parties-phases", 2);
+    expect_success("host parties across processes", ranks, &[], 300);
+}
+
+#[test]
+fn a_killed_process_ends_the_host_parties_and_kernels_waits_within_a_second() {
+    if gpu_count().is_none() {
+        return;
+    }
+    kill_rank_1_mid_phase("host-parties-");
+}
+
+#[test]
 fn a_killed_process_ends_the_others_waits_within_a_second_and_the_gpus_work_after() {
     if gpu_count().is_none() {
         return;
@@ -261,6 +279,9 @@ fn rank() {
     }
     if scenario == "nvshmem-signals-handoff" {
         return handoff_rank(&gpu, &group, Engine::NvshmemSignals);
+    }
+    if let Some(what) = scenario.to_str().unwrap().strip_prefix("host-parties-") {
+        return host_parties_rank(&gpu, &group, what);
     }
     let rank = group.rank();
     let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
@@ -535,6 +556,128 @@ fn handoff_rank(gpu: &Gpu, group: &ProcessGroup, engine: Engine) {
     }
     // Nobody unmaps an object while the other process's kernel may still use it.
     group.barrier().unwrap();
+}
+
+/// Phases of the host-party test.
+const HOST_PARTY_PHASES: u32 = 10_000;
+
+/// One rank of the host-party tests (`what`: "phases", or "killed", where rank 1 is
+/// killed mid-phase): a `MultiGrid` joined with one host party in each process
+/// (`join_with_host_parties`), launched with `multi_grid_host_phases`. In phase `p`,
+/// rank 0's party writes `p` into slot `p % 2` of host memory both processes map
+/// before it arrives, and every GPU thread checks it after the phase (a host write of
+/// one process seen by the GPU of the other); block 0 of each GPU writes `p` into its
+/// own slot pair of another such memory before it arrives, and each party checks every
+/// GPU's after the phase.
+fn host_parties_rank(gpu: &Gpu, group: &ProcessGroup, what: &str) {
+    let rank = group.rank();
+    let mut barrier = MultiGrid::join_with_host_parties(gpu, group, 1).unwrap();
+    let host_slot = gpu.host_memory_for_processes(group, 2).unwrap();
+    let gpu_slots = gpu
+        .host_memory_for_processes(group, 2 * group.size())
+        .unwrap();
+    let counts = gpu.zeros::<u32>(2).unwrap();
+    let kernel = gpu.kernel("multi_grid_host_phases").unwrap();
+    let (blocks, threads) = (gpu.sm_count().unwrap(), 128_u32);
+    let phases = if what == "phases" {
+        HOST_PARTY_PHASES
+    } else {
+        10_000_000
+    };
+    let news: Arc<Mutex<Option<(PeerFailure, Instant)>>> = Arc::default();
+    let _listener = {
+        let news = Arc::clone(&news);
+        group.on_failure(move |failure| *news.lock().unwrap() = Some((failure, Instant::now())))
+    };
+    let address = gpu.address(&counts);
+    let args = KernelArgs::new()
+        .arg(host_slot.device_address())
+        .arg(gpu_slots.device_address())
+        .arg(phases)
+        .arg(10_000_u32)
+        .arg(address)
+        .arg(address + 4);
+    let ranks = group.size();
+    println!("rank {rank}: launching");
+    let started = Instant::now();
+    // SAFETY: `multi_grid_host_phases(MultiGrid, host_slot, gpu_slots, phases,
+    // timeout_ms, failures, timeouts)` in every process, the same grid; the slots
+    // (2 and 2 · ranks words every process maps) and the counts outlive the kernel
+    // (synchronized below); the party arrives once per phase.
+    let results = unsafe {
+        barrier.launch_with_host_parties(
+            &[&kernel],
+            LaunchConfig::new(blocks, threads),
+            vec![args],
+            |mut party| {
+                let (mut stale, words) = (0u32, gpu_slots.host_words());
+                for phase in 1..=phases {
+                    let parity = (phase % 2) as usize;
+                    if rank == 0 {
+                        host_slot.host_words()[parity].store(phase, Ordering::Relaxed);
+                    }
+                    if let Err(error) = party.arrive_and_wait(Duration::from_secs(10)) {
+                        return Err((phase, error, Instant::now()));
+                    }
+                    stale += (0..ranks)
+                        .filter(|gpu| words[2 * gpu + parity].load(Ordering::Relaxed) != phase)
+                        .count() as u32;
+                }
+                Ok(stale)
+            },
+        )
+    }
+    .unwrap();
+    let ended = gpu.synchronize();
+    let took = started.elapsed();
+    let [stale, failed] = download(gpu, &counts);
+    if what == "phases" {
+        ended.unwrap();
+        assert_eq!(
+            results,
+            [Ok(0)],
+            "rank {rank}'s party: stale GPU slots, or where it failed"
+        );
+        assert_eq!(
+            (stale, failed),
+            (0, 0),
+            "rank {rank}: (stale host slots, failed phases)"
+        );
+        println!(
+            "rank {rank}: {phases} phases of {blocks} × {threads} on each of {ranks} GPUs and a host thread in each process: {took:?}"
+        );
+        group.barrier().unwrap();
+        return;
+    }
+    // Rank 1 was killed: rank 0's party and kernel ended on the news.
+    ended.unwrap();
+    let (failure, at) = news.lock().unwrap().expect("the group's failure");
+    assert_eq!(failure.rank(), 1, "{failure}");
+    assert_eq!(
+        failed,
+        blocks * threads,
+        "every thread's wait ended with an error"
+    );
+    let [Err((phase, error, party_end))] = results[..] else {
+        panic!("rank 0's party did not fail: {results:?}");
+    };
+    assert_eq!(error, HostPartyError::Broken, "at phase {phase}");
+    let after = at.elapsed();
+    println!(
+        "rank 0: {failure}; the party failed {:?} after the news, at phase {phase}; the kernel ended {after:?} after it",
+        party_end.saturating_duration_since(at)
+    );
+    if common::under_compute_sanitizer().is_none() {
+        assert!(
+            party_end.saturating_duration_since(at) < Duration::from_secs(1),
+            "the party ended {:?} after the news",
+            party_end.saturating_duration_since(at)
+        );
+        assert!(
+            after < Duration::from_secs(1),
+            "the kernel ended {after:?} after the news"
+        );
+    }
 }
 
 /// What a rank of the handoff test counts on its GPU.

@@ -228,6 +228,12 @@ pub mod multi_grid {
     /// break; a poisoned count whose word is still 0 is a break in progress.
     pub const BROKEN_FROM_WORD: usize = 1;
 
+    /// The `u64` word, on the host parties' arrival line, that a barrier joined across
+    /// processes sets (nonzero) once its process group failed: every wait of the
+    /// kernels gives up at its next look at the clock, as at its deadline, and every
+    /// host party's wait fails. 0 otherwise (a barrier of one process never sets it).
+    pub const GIVE_UP_WORD: usize = 2;
+
     /// `u32` words of one GPU's barrier memory: the counter's line, the relay's, then
     /// the gather's.
     pub const WORDS: usize = 3 * GRID_LINE_WORDS;

@@ -3,7 +3,7 @@
 use core::time::Duration;
 
 use sync_shared::layout::multi_grid::{
-    BROKEN_FROM_WORD, COMPLETION_WORDS, GATHER_WORD, MAX_RANKS, POISONED, RELAY_WORD,
+    BROKEN_FROM_WORD, COMPLETION_WORDS, GATHER_WORD, GIVE_UP_WORD, MAX_RANKS, POISONED, RELAY_WORD,
 };
 use sync_shared::{Backend, Device, Ordering, System};
 
@@ -132,7 +132,9 @@ impl MultiGridToken {
 /// each process maps the others' counters, and its host tells its waits to give up
 /// through a word of mapped host memory when another process dies or aborts: they read
 /// it when they look at the clock once a wait has lasted a millisecond, and give up as
-/// at their deadline.
+/// at their deadline. With host parties across processes
+/// (`cuda::MultiGrid::join_with_host_parties`) the host words are host memory every
+/// process maps, and that word lies on their arrival line.
 ///
 /// Where the GPUs cannot load from or store to each other's memory (other machines),
 /// `cuda::MultiGrid::join_nvshmem_signals` puts the counters in NVSHMEM's symmetric
@@ -176,10 +178,11 @@ pub struct MultiGrid {
     /// Nonzero between an [`arrive`](Self::arrive) and its wait.
     arrived: u32,
     /// Host parties' arrivals (mapped host memory, added to by host threads only),
-    /// plus [`POISONED`] once a host party broke the barrier. Without host parties:
-    /// null, or for a barrier joined across processes the process's give-up word
-    /// (mapped host memory), [`POISONED`] once another process of the group died or
-    /// aborted: a wait then gives up at its next look at the clock, as at its deadline.
+    /// plus [`POISONED`] once a host party broke the barrier; the line's
+    /// [`GIVE_UP_WORD`] is set once the process group of a barrier joined across
+    /// processes failed (a wait then gives up at its next look at the clock, as at its
+    /// deadline). Without host parties: null, or for a barrier joined across processes
+    /// that line alone.
     host_arrivals: *const u64,
     /// Per GPU, the last phase it completed (mapped host memory, one line per GPU,
     /// written by block 0 of that GPU), which host parties wait for; unused without
@@ -465,18 +468,21 @@ impl MultiGrid {
         }
     }
 
-    /// Whether this process's host asked every wait to give up (a barrier joined across
-    /// processes, whose `host_arrivals` is the give-up word: another process of the
-    /// group died or aborted). One read of mapped host memory, made only by a wait that
-    /// has lasted [`HOST_GIVE_UP_AFTER`].
+    /// Whether the host asked every wait to give up (a barrier joined across processes,
+    /// whose host line's [`GIVE_UP_WORD`] is set once another process of the group died
+    /// or aborted; never set for a barrier of one process). One read of mapped host
+    /// memory, made only by a wait that has lasted [`HOST_GIVE_UP_AFTER`].
     #[inline(always)]
     fn host_gave_up(&self) -> bool {
-        self.host_parties == 0
-            && !self.host_arrivals.is_null()
-            // SAFETY: a barrier joined across processes passes a live mapped word.
-            && unsafe { System::load_u64(self.host_arrivals.cast_mut(), Ordering::Relaxed) }
-                & POISONED
-                != 0
+        !self.host_arrivals.is_null()
+            // SAFETY: a non-null `host_arrivals` starts a live mapped line of
+            // `COMPLETION_WORDS` words.
+            && unsafe {
+                System::load_u64(
+                    self.host_arrivals.cast_mut().wrapping_add(GIVE_UP_WORD),
+                    Ordering::Relaxed,
+                )
+            } != 0
     }
 
     /// Whether every host party has arrived at `phase` (always, without host parties),

@@ -106,6 +106,14 @@ pub enum CudaError {
     /// NVSHMEM is missing, failed, or cannot do what was asked.
     #[cfg(target_os = "linux")]
     Nvshmem(super::NvshmemError),
+    /// The operating system refused host memory to share between processes
+    /// (`memfd_create`, `ftruncate`, `mmap`).
+    HostMemory {
+        /// What was being done.
+        operation: &'static str,
+        /// The system's error.
+        error: std::io::Error,
+    },
 }
 
 impl CudaError {
@@ -188,6 +196,7 @@ impl fmt::Display for CudaError {
             Self::ProcessGroup(error) => error.fmt(f),
             #[cfg(target_os = "linux")]
             Self::Nvshmem(error) => error.fmt(f),
+            Self::HostMemory { operation, error } => write!(f, "{operation}: {error}"),
             Self::PeerNotVisible { rank, uuid } => write!(
                 f,
                 "the GPU of rank {rank} ({uuid}) is not visible in this process: every process \

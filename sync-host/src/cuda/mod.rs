@@ -52,6 +52,8 @@ mod peer;
 mod placement;
 mod polled;
 #[cfg(target_os = "linux")]
+mod process_host_memory;
+#[cfg(target_os = "linux")]
 mod process_memory;
 mod runtime;
 mod stream;
@@ -79,6 +81,8 @@ pub use nvshmem::{
 pub use peer::{PeerLink, PeerMemory};
 pub use placement::{GpuWords, Managed, Mapped, Placed, PlacementError, Shareable};
 pub use polled::Polled;
+#[cfg(target_os = "linux")]
+pub use process_host_memory::ProcessHostMemory;
 #[cfg(target_os = "linux")]
 pub use process_memory::ProcessMemory;
 pub use runtime::{DeviceObject, Runtime};

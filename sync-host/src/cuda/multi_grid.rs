@@ -1,6 +1,8 @@
 //! Cooperative launches on several GPUs that hand each kernel the barrier of them all
 //! (`sync_device::MultiGrid`).
 
+use std::sync::Arc;
+
 use cudarc::driver::sys;
 use sync_shared::layout::multi_grid;
 
@@ -22,8 +24,10 @@ pub(super) struct MultiGridParam {
     arrived: u32,
     /// The host parties' arrival word, or a joined barrier's give-up word.
     pub(super) host_arrivals: u64,
-    completions: u64,
-    host_parties: u32,
+    /// The GPUs' completion lines (with host parties).
+    pub(super) completions: u64,
+    /// Host parties of every process.
+    pub(super) host_parties: u32,
     /// How the completing block reaches the other GPUs' counters
     /// (`multi_grid::CROSSING_*`).
     pub(super) crossing: u32,
@@ -70,8 +74,9 @@ pub struct MultiGrid {
     runtimes: Vec<Runtime>,
     /// The counter lines (`params[_].counters[i]`).
     counters: Counters,
-    /// The host parties' words, if the barrier has host parties.
-    host: Option<HostPartyWords>,
+    /// The host parties' words, if the barrier has host parties (across processes,
+    /// the same words as the give-up word's).
+    host: Option<Arc<HostPartyWords>>,
     /// Each launched GPU's kernel parameter (phase 0), pointing at the words above.
     params: Vec<MultiGridParam>,
 }
@@ -193,14 +198,16 @@ impl MultiGrid {
             None
         } else {
             gpus[0].bind()?;
-            Some(HostPartyWords::new(host_parties, gpus.len())?)
+            Some(Arc::new(HostPartyWords::new(host_parties, gpus.len())?))
         };
         // Unified addressing: every GPU reaches a counter at the owner's address, and
         // the portable host words at one address.
         let params = (0..ranks)
             .map(|rank| MultiGridParam {
-                host_arrivals: host.as_ref().map_or(0, HostPartyWords::arrivals_address),
-                completions: host.as_ref().map_or(0, HostPartyWords::completions_address),
+                host_arrivals: host.as_deref().map_or(0, HostPartyWords::arrivals_address),
+                completions: host
+                    .as_deref()
+                    .map_or(0, HostPartyWords::completions_address),
                 host_parties,
                 ..MultiGridParam::new(addresses, rank, ranks)
             })
@@ -213,17 +220,18 @@ impl MultiGrid {
         })
     }
 
-    /// A barrier without host parties from its parts (`join`).
+    /// A barrier from its parts (`join`, `join_with_host_parties`).
     #[cfg(target_os = "linux")]
     pub(super) fn from_parts(
         runtimes: Vec<Runtime>,
         counters: Counters,
+        host: Option<Arc<HostPartyWords>>,
         params: Vec<MultiGridParam>,
     ) -> Self {
         Self {
             runtimes,
             counters,
-            host: None,
+            host,
             params,
         }
     }
@@ -277,16 +285,17 @@ impl MultiGrid {
         args: Vec<KernelArgs<'_>>,
     ) -> Result<(), CudaError> {
         assert!(
-            self.host.is_none(),
-            "MultiGrid::launch: the barrier has host parties; launch it with launch_with_host_parties"
+            self.host.as_ref().is_none_or(|words| words.here == 0),
+            "MultiGrid::launch: the barrier has host parties in this process; launch it with launch_with_host_parties"
         );
         // SAFETY: the caller's contract.
         unsafe { self.launch_with_host_parties(kernels, config, args, |_| ()) }?;
         Ok(())
     }
 
-    /// [`launch`](Self::launch), and one host thread per host party
-    /// ([`with_host_parties`](Self::with_host_parties)) running `party` with its
+    /// [`launch`](Self::launch), and one host thread per host party of this process
+    /// ([`with_host_parties`](Self::with_host_parties),
+    /// [`join_with_host_parties`](Self::join_with_host_parties)) running `party` with its
     /// [`HostParty`] while the kernels run; returns once every kernel is launched and
     /// every party returned, with the parties' results. (A launch may return only when
     /// its kernel ends, `CUDA_LAUNCH_BLOCKING=1`: the parties run beside the launching
@@ -369,11 +378,11 @@ impl MultiGrid {
                 across.prepare_launch(&self.runtimes[0], grid, block, shared)?;
             }
         }
-        let (host, party) = (self.host.as_ref(), &party);
+        let (host, party) = (self.host.as_deref(), &party);
         std::thread::scope(|scope| {
             let parties: Vec<_> = host
                 .into_iter()
-                .flat_map(|words| (0..words.parties).map(move |_| words))
+                .flat_map(|words| (0..words.here).map(move |_| words))
                 .map(|words| scope.spawn(move || party(HostParty::new(words))))
                 .collect();
             let launches: Vec<_> = kernels

@@ -1,12 +1,14 @@
 //! Host threads as parties of a multi-GPU barrier ([`HostParty`]): the words they
-//! share with the GPUs' kernels, in pinned host memory that every GPU maps.
+//! share with the GPUs' kernels, in pinned host memory that every GPU maps (one
+//! process), or in host memory every process of a group maps (a barrier joined across
+//! processes).
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cudarc::driver::sys;
-use sync_shared::layout::multi_grid::{BROKEN_FROM_WORD, COMPLETION_WORDS, POISONED};
+use sync_shared::layout::multi_grid::{BROKEN_FROM_WORD, COMPLETION_WORDS, GIVE_UP_WORD, POISONED};
 
 use super::CudaError;
 
@@ -14,17 +16,23 @@ use super::CudaError;
 const SPIN_POLLS: u32 = 256;
 
 /// The host parties' words of one `MultiGrid` (`layout::multi_grid::COMPLETION_WORDS`):
-/// a 128-byte line holding their arrival count and the first phase they broke
-/// (read-modify-written by host threads only, read by the GPUs), then one line per GPU
-/// holding the last phase it completed (stored by that GPU's block 0) and the first
-/// phase it broke (stored by any of its blocks), read by the host. Pinned, mapped and
-/// portable, so every GPU reaches it at one address.
+/// a 128-byte line holding their arrival count, the first phase they broke and the
+/// give-up word (read-modify-written by host threads only, read by the GPUs), then one
+/// line per GPU holding the last phase it completed (stored by that GPU's block 0) and
+/// the first phase it broke (stored by any of its blocks), read by the host. Pinned,
+/// mapped and portable, so every GPU reaches it at one address; or, across processes,
+/// host memory every process maps and registers with its GPU.
 pub(super) struct HostPartyWords {
     host: NonNull<u64>,
     device: sys::CUdeviceptr,
+    /// Whose memory it is: this process's pinned allocation, or the group's.
+    #[cfg(target_os = "linux")]
+    shared: Option<super::ProcessHostMemory>,
     ranks: usize,
-    /// Host threads that take part in every phase.
+    /// Host threads that take part in every phase (of every process).
     pub(super) parties: u32,
+    /// Of those, the ones this process runs.
+    pub(super) here: u32,
 }
 
 // SAFETY: the words are touched only through atomics (`AtomicU64` views) on the host.
@@ -36,22 +44,65 @@ impl HostPartyWords {
     /// Words for `parties` host threads and `ranks` GPUs; the caller has bound a
     /// context.
     pub(super) fn new(parties: u32, ranks: usize) -> Result<Self, CudaError> {
-        let bytes = (1 + ranks) * COMPLETION_WORDS * 8;
-        let (host, device) = super::placement::allocate_mapped(bytes)?;
+        let (host, device) = super::placement::allocate_mapped(Self::bytes(ranks))?;
         let words = Self {
             host: host.cast(),
             device,
+            #[cfg(target_os = "linux")]
+            shared: None,
             ranks,
             parties,
+            here: parties,
         };
         words.zero();
         Ok(words)
     }
 
+    /// Words for the `ranks` GPUs of `group` and the host parties of every process
+    /// (`here` of them this process's), in host memory every process maps. Collective.
+    #[cfg(target_os = "linux")]
+    pub(super) fn for_processes(
+        gpu: &super::Runtime,
+        group: &crate::process::ProcessGroup,
+        here: u32,
+    ) -> Result<Self, CudaError> {
+        let counts = group
+            .all_gather_as("MultiGrid host parties", &here.to_le_bytes(), &[])
+            .map_err(CudaError::ProcessGroup)?;
+        let parties = counts
+            .iter()
+            .map(|part| u32::from_le_bytes(part.bytes[..4].try_into().expect("4 bytes")))
+            .fold(0_u32, u32::saturating_add);
+        let ranks = group.size();
+        let memory = gpu.host_memory_for_processes(group, Self::bytes(ranks) / 4)?;
+        let host = NonNull::from(&memory.host_u64s()[0]).cast::<u64>();
+        Ok(Self {
+            host,
+            device: memory.device_address(),
+            shared: Some(memory),
+            ranks,
+            parties,
+            here,
+        })
+    }
+
+    /// The bytes of the words of `ranks` GPUs.
+    fn bytes(ranks: usize) -> usize {
+        (1 + ranks) * COMPLETION_WORDS * 8
+    }
+
+    /// Whether every process of a group maps these words ([`for_processes`](Self::for_processes)).
+    pub(super) fn shared_by_processes(&self) -> bool {
+        #[cfg(target_os = "linux")]
+        return self.shared.is_some();
+        #[cfg(not(target_os = "linux"))]
+        return false;
+    }
+
     /// Zeroes every word (between launches: no kernel runs).
     pub(super) fn zero(&self) {
         for line in 0..=self.ranks {
-            for word in [0, BROKEN_FROM_WORD] {
+            for word in [0, BROKEN_FROM_WORD, GIVE_UP_WORD] {
                 self.line_word(line, word).store(0, Ordering::Relaxed);
             }
         }
@@ -67,11 +118,16 @@ impl HostPartyWords {
         self.device + (COMPLETION_WORDS * 8) as u64
     }
 
-    /// Without host parties, for a barrier joined across processes: tells every wait of
+    /// For a barrier joined across processes whose group failed: tells every wait of
     /// the kernels to give up at its next look at the clock, as at its deadline
-    /// (`POISONED` in the arrival word, which such a barrier's kernels read there).
+    /// (`GIVE_UP_WORD`), and every host party's wait to fail.
     pub(super) fn give_up(&self) {
-        self.arrivals().fetch_or(POISONED, Ordering::Relaxed);
+        self.line_word(0, GIVE_UP_WORD).store(1, Ordering::Relaxed);
+    }
+
+    /// Whether [`give_up`](Self::give_up) was called since the last zeroing.
+    fn given_up(&self) -> bool {
+        self.line_word(0, GIVE_UP_WORD).load(Ordering::Relaxed) != 0
     }
 
     /// The host parties' arrival count, plus `POISONED` once a party broke the barrier.
@@ -125,6 +181,9 @@ impl HostPartyWords {
 
 impl Drop for HostPartyWords {
     fn drop(&mut self) {
+        if self.shared_by_processes() {
+            return; // the group's memory unmaps itself
+        }
         // SAFETY: allocated by cuMemHostAlloc in `new`, freed once; the owning
         // `MultiGrid` waits for every GPU's stream before it drops this.
         unsafe { sys::cuMemFreeHost(self.host.as_ptr().cast()) };
@@ -137,8 +196,9 @@ pub enum HostPartyError {
     /// Some GPU did not complete the phase within the timeout (its kernel ended,
     /// trapped, or is late): this party broke the barrier for every GPU and party.
     TimedOut,
-    /// The barrier is broken: a GPU's block or another party timed out, or someone
-    /// aborted. Every later wait fails at once.
+    /// The barrier is broken: a GPU's block or another party timed out, someone
+    /// aborted, or (across processes) a process of the group died. Every later wait
+    /// fails at once.
     Broken,
 }
 
@@ -225,7 +285,7 @@ impl<'a> HostParty<'a> {
                 if completion.load(Ordering::Acquire) >= self.phase {
                     break;
                 }
-                if self.words.broken_by(rank, self.phase) {
+                if self.words.broken_by(rank, self.phase) || self.words.given_up() {
                     return Err(HostPartyError::Broken);
                 }
                 polls = polls.saturating_add(1);

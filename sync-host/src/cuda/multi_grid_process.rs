@@ -1,5 +1,5 @@
-//! [`MultiGrid::join`], [`MultiGrid::join_nvshmem`] and
-//! [`MultiGrid::join_nvshmem_signals`]: the multi-GPU barrier across the processes of a
+//! [`MultiGrid::join`], [`MultiGrid::join_with_host_parties`], [`MultiGrid::join_nvshmem`]
+//! and [`MultiGrid::join_nvshmem_signals`]: the multi-GPU barrier across the processes of a
 //! [`ProcessGroup`], one GPU each, and what a dead or failed process does to it.
 //!
 //! The kernels run the same `sync_device::MultiGrid` as in one process: only the
@@ -12,13 +12,16 @@
 //!   (an all-gather of the launch shapes, which must agree): no kernel adds to a
 //!   counter still to be zeroed;
 //! - when the group fails (a process ended without leaving, or reported its kernel's
-//!   failure), each surviving process sets the poisoned bit of its give-up word, a word
-//!   of mapped host memory its kernel's waits read each time they look at the clock
-//!   once a wait has lasted a millisecond (`host_arrivals` of
-//!   `sync_device::MultiGrid`, which has no host parties here): the
-//!   waiting block gives up as at its deadline and breaks the barrier on every GPU. A
-//!   host store, no driver call: it works while a launch holds the context
-//!   (`CUDA_LAUNCH_BLOCKING=1`), where a driver call would wait for the kernel;
+//!   failure), each surviving process sets its give-up word
+//!   (`layout::multi_grid::GIVE_UP_WORD` on the host line that `host_arrivals` of
+//!   `sync_device::MultiGrid` points at), which its kernel's waits read each time they
+//!   look at the clock once a wait has lasted a millisecond: the waiting block gives
+//!   up as at its deadline and breaks the barrier on every GPU. A host store, no
+//!   driver call: it works while a launch holds the context (`CUDA_LAUNCH_BLOCKING=1`),
+//!   where a driver call would wait for the kernel. With host parties
+//!   ([`MultiGrid::join_with_host_parties`]) that line is the parties' own, in host
+//!   memory every process maps: the word then also ends every party's wait, and
+//!   before each launch rank 0 zeroes the shared words between two meetings;
 //! - after each launch a thread of the process watches the kernel (its completion
 //!   event, every millisecond): a kernel that ends with an error (a trap) aborts the
 //!   group, so that the other processes break their barriers too.
@@ -118,6 +121,16 @@ impl MultiGrid {
     ///
     /// If the group has more than [`multi_grid::MAX_RANKS`] (8) processes.
     pub fn join(gpu: &Runtime, group: &ProcessGroup) -> Result<Self, PlacementError> {
+        Self::join_driver(gpu, group, None)
+    }
+
+    /// [`join`](Self::join), with this process's host parties where `parties_here`
+    /// says so ([`join_with_host_parties`](Self::join_with_host_parties)).
+    fn join_driver(
+        gpu: &Runtime,
+        group: &ProcessGroup,
+        parties_here: Option<u32>,
+    ) -> Result<Self, PlacementError> {
         at_most_max_ranks("MultiGrid::join", group.size(), "processes");
         let sharing = Sharing {
             object: "MultiGrid",
@@ -140,7 +153,66 @@ impl MultiGrid {
             addresses,
             multi_grid::CROSSING_PEER_ATOMICS,
             CounterMemory::Driver(counters),
+            parties_here,
         )
+    }
+
+    /// [`join`](Self::join), with `parties_here` host threads of this process taking
+    /// part in every phase too (each process names its own; the barrier's host parties
+    /// are all of them): the kernels then also wait for every process's parties, and a
+    /// party waits for every process's GPU. The parties' words are host memory every
+    /// process maps ([`ProcessHostMemory`](super::ProcessHostMemory)); launch with
+    /// [`launch_with_host_parties`](Self::launch_with_host_parties), which runs this
+    /// process's parties (a process with none may use [`launch`](Self::launch)). A dead
+    /// or failed process ends every party's wait with [`HostPartyError::Broken`] and every
+    /// kernel's wait as with [`join`](Self::join). Collective: every process calls it.
+    ///
+    /// One machine only: the parties' words are host memory the processes share.
+    ///
+    /// Counterpart: host threads of each process at a
+    /// `cuda::barrier<thread_scope_system>` in memory every process maps, which needs
+    /// host-native atomics (here the host only adds to a word the GPUs read).
+    ///
+    /// # Examples
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use sync_host::cuda::{KernelArgs, LaunchConfig, MultiGrid, Runtime};
+    /// use sync_host::process::Rendezvous;
+    ///
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let rendezvous = Rendezvous::from_env()?;
+    /// let gpu = Runtime::open(rendezvous.local_rank())?;
+    /// let group = rendezvous.join()?;
+    /// let mut barrier = MultiGrid::join_with_host_parties(&gpu, &group, 1)?;
+    /// let kernel = gpu.load_file("k.ptx")?.kernel("step")?;
+    /// // SAFETY: `step(MultiGrid)` in every process, 100 `sync`s; the party arrives 100 times.
+    /// let outcomes = unsafe {
+    ///     barrier.launch_with_host_parties(&[&kernel], LaunchConfig::new(132, 256), vec![KernelArgs::new()], |mut party| {
+    ///         (0..100).try_for_each(|_| party.arrive_and_wait(Duration::from_secs(10)))
+    ///     })
+    /// }?;
+    /// assert!(outcomes.iter().all(Result::is_ok));
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// As [`join`](Self::join), and a failed mapping of the parties' words
+    /// ([`CudaError::HostMemory`], a driver call).
+    ///
+    /// [`HostPartyError::Broken`]: super::HostPartyError::Broken
+    ///
+    /// # Panics
+    ///
+    /// As [`join`](Self::join).
+    pub fn join_with_host_parties(
+        gpu: &Runtime,
+        group: &ProcessGroup,
+        parties_here: u32,
+    ) -> Result<Self, PlacementError> {
+        Self::join_driver(gpu, group, Some(parties_here))
     }
 
     /// [`join`](Self::join) with the counters in NVSHMEM's symmetric heap: the barrier
@@ -197,6 +269,7 @@ impl MultiGrid {
             addresses,
             multi_grid::CROSSING_PEER_ATOMICS,
             CounterMemory::Nvshmem(counters),
+            None,
         )
     }
 
@@ -263,21 +336,28 @@ impl MultiGrid {
             addresses,
             multi_grid::CROSSING_NVSHMEM,
             CounterMemory::Nvshmem(counters),
+            None,
         )
     }
 
     /// The barrier of this process (rank `group.rank()`) over the counters at
-    /// `addresses` (by rank, as this process's kernels reach them by `crossing`).
+    /// `addresses` (by rank, as this process's kernels reach them by `crossing`), with
+    /// `parties_here` host parties of this process in host words every process maps,
+    /// or (`None`) a give-up word of its own.
     fn across_processes(
         gpu: &Runtime,
         group: &ProcessGroup,
         addresses: [sys::CUdeviceptr; multi_grid::MAX_RANKS],
         crossing: u32,
         counters: CounterMemory,
+        parties_here: Option<u32>,
     ) -> Result<Self, PlacementError> {
         let rank = group.rank();
         gpu.bind()?;
-        let give_up = Arc::new(HostPartyWords::new(0, 1)?);
+        let give_up = Arc::new(match parties_here {
+            None => HostPartyWords::new(0, 1)?,
+            Some(here) => HostPartyWords::for_processes(gpu, group, here)?,
+        });
         let on_failure = {
             let give_up = Arc::clone(&give_up);
             group.on_failure(move |_| give_up.give_up())
@@ -289,6 +369,11 @@ impl MultiGrid {
         );
         param.host_arrivals = give_up.arrivals_address();
         param.crossing = crossing;
+        let host = (give_up.parties > 0).then(|| {
+            param.completions = give_up.completions_address();
+            param.host_parties = give_up.parties;
+            Arc::clone(&give_up)
+        });
         Ok(Self::from_parts(
             vec![gpu.clone()],
             Counters::Processes(AcrossProcesses {
@@ -297,6 +382,7 @@ impl MultiGrid {
                 give_up,
                 _on_failure: on_failure,
             }),
+            host,
             vec![param],
         ))
     }
@@ -329,7 +415,10 @@ impl AcrossProcesses {
         }
         let own = self.counters.own_address(self.group.rank());
         // A failure from here on poisons the word again (and the meeting below fails).
-        self.give_up.zero();
+        // Words every process maps are zeroed once every process met (below).
+        if !self.give_up.shared_by_processes() {
+            self.give_up.zero();
+        }
         gpu.bind()?;
         // SAFETY: this process's live counter line; no kernel uses it (the caller
         // synchronized the GPU).
@@ -357,6 +446,18 @@ impl AcrossProcesses {
                     self.group.rank()
                 ),
             }));
+        }
+        if self.give_up.shared_by_processes() {
+            // Every process's earlier kernel ended (each synchronized before the
+            // meeting): rank 0 zeroes the words they share, and nobody launches before
+            // it did. A failure after the zeroing sets the give-up word again; one
+            // before it fails the meeting below in every process.
+            if self.group.rank() == 0 {
+                self.give_up.zero();
+            }
+            self.group
+                .all_gather_as("MultiGrid host words zeroed", &[], &[])
+                .map_err(CudaError::ProcessGroup)?;
         }
         Ok(())
     }
