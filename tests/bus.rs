@@ -11,14 +11,14 @@ mod common;
 
 use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use scoped_sync::bus::{
-    BusBarrier, BusLatch, BusStopSource, BusWait, BusWord, GpuSideLines, HandoffChannel,
-    HandoffSemaphore, Side, SideKind, SideLine,
+    BusBarrier, BusLatch, BusStopSource, BusWord, GpuSideLines, HandoffChannel, HandoffSemaphore,
+    Side, SideKind, SideLine,
 };
 use scoped_sync::{GpuToGpu, GpuToHost, Host, HostToGpu, StopSource};
 
+use common::cpu_side::Polling;
 use common::{hang_guard, Unsync};
 
 /// CPU threads standing in for GPU threads (same atomics, other side). With
@@ -43,52 +43,7 @@ unsafe impl<const ATTACHED: bool> Side for FakeGpuOf<ATTACHED> {
             line.word()
         }
     }
-    fn load_bus(word: &BusWord, order: Ordering) -> u64 {
-        word.load(order)
-    }
-    fn store_bus(word: &BusWord, value: u64, order: Ordering) {
-        word.store(value, order)
-    }
-    fn load_side(word: &BusWord, order: Ordering) -> u64 {
-        word.load(order)
-    }
-    fn store_side(word: &BusWord, value: u64, order: Ordering) {
-        word.store(value, order)
-    }
-    fn fetch_add_side(word: &BusWord, value: u64, order: Ordering) -> u64 {
-        word.fetch_add(value, order)
-    }
-    fn compare_exchange_side(
-        word: &BusWord,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        word.compare_exchange(current, new, success, failure)
-    }
-    fn pause(_round: &mut u32) {
-        std::thread::yield_now();
-    }
-}
-
-/// A `BusWait` that polls with yields and gives up after a while.
-struct Polling;
-
-impl BusWait for Polling {
-    type Error = &'static str;
-    fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), &'static str> {
-        // Miri's virtual clock runs with the interpreter's work: give it longer.
-        let limit = Duration::from_secs(if cfg!(miri) { 400 } else { 20 });
-        let start = std::time::Instant::now();
-        while !ready() {
-            if start.elapsed() > limit {
-                return Err("gave up");
-            }
-            std::thread::yield_now();
-        }
-        Ok(())
-    }
+    host_atomic_side_words!();
 }
 
 /// The "GPU side" view of a host-built object (same bytes: the side is zero-sized).

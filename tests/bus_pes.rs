@@ -11,13 +11,13 @@ mod common;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Duration;
 
 use scoped_sync::bus::{
-    BusStopSource, BusWait, BusWord, Crossing, GpuSideLines, HandoffSemaphore, Side, SideKind,
+    BusStopSource, BusWord, Crossing, GpuSideLines, HandoffSemaphore, Side, SideKind,
 };
 use scoped_sync::{GpuToGpu, Host};
 
+use common::cpu_side::Polling;
 use common::{hang_guard, Unsync};
 
 /// The PEs of a test: where each PE's copy of the object under test starts, and its
@@ -63,33 +63,7 @@ struct PeGpu;
 // other PEs are live words of the copies `with_pes` holds.
 unsafe impl Side for PeGpu {
     const KIND: SideKind = SideKind::Gpu;
-    fn load_bus(word: &BusWord, order: Ordering) -> u64 {
-        word.load(order)
-    }
-    fn store_bus(word: &BusWord, value: u64, order: Ordering) {
-        word.store(value, order)
-    }
-    fn load_side(word: &BusWord, order: Ordering) -> u64 {
-        word.load(order)
-    }
-    fn store_side(word: &BusWord, value: u64, order: Ordering) {
-        word.store(value, order)
-    }
-    fn fetch_add_side(word: &BusWord, value: u64, order: Ordering) -> u64 {
-        word.fetch_add(value, order)
-    }
-    fn compare_exchange_side(
-        word: &BusWord,
-        current: u64,
-        new: u64,
-        success: Ordering,
-        failure: Ordering,
-    ) -> Result<u64, u64> {
-        word.compare_exchange(current, new, success, failure)
-    }
-    fn pause(_round: &mut u32) {
-        std::thread::yield_now();
-    }
+    host_atomic_side_words!();
     fn store_bus_on_pe(word: &BusWord, value: u64, pe: u32) {
         // The fence before the signal: a release store carries the thread's earlier
         // writes (the payloads it put into that PE's memory).
@@ -100,24 +74,6 @@ unsafe impl Side for PeGpu {
     }
     fn compare_exchange_on_pe(word: &BusWord, current: u64, new: u64, pe: u32) -> Result<u64, u64> {
         on_pe(word, pe).compare_exchange(current, new, Ordering::Relaxed, Ordering::Relaxed)
-    }
-}
-
-/// A `BusWait` that polls with yields and gives up after a while.
-struct Polling;
-
-impl BusWait for Polling {
-    type Error = &'static str;
-    fn wait_until(&mut self, ready: &mut dyn FnMut() -> bool) -> Result<(), &'static str> {
-        let limit = Duration::from_secs(if cfg!(miri) { 400 } else { 20 });
-        let start = std::time::Instant::now();
-        while !ready() {
-            if start.elapsed() > limit {
-                return Err("gave up");
-            }
-            std::thread::yield_now();
-        }
-        Ok(())
     }
 }
 

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod bus;
+pub mod cpu_side;
 pub mod peer;
 
 use std::cell::UnsafeCell;

@@ -75,22 +75,8 @@ impl Runtime {
             .next()
             .and_then(|part| part.fds.into_iter().next())
             .ok_or_else(|| host_memory_error("receive the host memory's descriptor from rank 0"))?;
-        // SAFETY: a fresh shared mapping of the whole file, which holds `len` bytes.
-        let host = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
-                0,
-            )
-        };
-        if host == libc::MAP_FAILED {
-            return Err(host_memory_error("map the group's host memory (mmap)"));
-        }
+        let host = map_shared(&file, len)?;
         drop(file);
-        let host = NonNull::new(host.cast::<u8>()).expect("mmap returned success");
         let unmap = |error| {
             // SAFETY: the mapping just made, not used afterwards.
             unsafe { libc::munmap(host.as_ptr().cast(), len) };
@@ -192,6 +178,25 @@ fn memory_file(len: usize) -> Result<OwnedFd, CudaError> {
     Ok(file)
 }
 
+/// A fresh shared mapping of the `len` bytes of `file`, readable and writable.
+fn map_shared(file: &OwnedFd, len: usize) -> Result<NonNull<u8>, CudaError> {
+    // SAFETY: a new mapping of a live descriptor; the kernel picks the address.
+    let host = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if host == libc::MAP_FAILED {
+        return Err(host_memory_error("map the group's host memory (mmap)"));
+    }
+    Ok(NonNull::new(host.cast::<u8>()).expect("mmap returned success"))
+}
+
 /// The system's last error, for `operation`.
 fn host_memory_error(operation: &'static str) -> CudaError {
     CudaError::HostMemory {
@@ -215,20 +220,9 @@ mod tests {
         let len = page_size();
         let file = memory_file(len).unwrap();
         let map = || {
-            // SAFETY: a fresh shared mapping of the whole file.
-            let at = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    file.as_raw_fd(),
-                    0,
-                )
-            };
-            assert_ne!(at, libc::MAP_FAILED);
+            let at = map_shared(&file, len).unwrap();
             // SAFETY: `len` bytes of the mapping, page-aligned, unmapped below.
-            unsafe { std::slice::from_raw_parts(at.cast::<AtomicU64>(), len / 8) }
+            unsafe { std::slice::from_raw_parts(at.as_ptr().cast::<AtomicU64>(), len / 8) }
         };
         let (one, other) = (map(), map());
         assert!(one
