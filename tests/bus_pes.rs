@@ -9,7 +9,7 @@
 mod common;
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use scoped_sync::bus::{
@@ -20,9 +20,11 @@ use scoped_sync::{GpuToGpu, Host};
 use common::cpu_side::Polling;
 use common::{hang_guard, Unsync};
 
-/// The PEs of a test: where each PE's copy of the object under test starts, and its
-/// size (one test at a time holds it).
-static COPIES: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+/// The PEs of a test: the start of the slice of their copies of the object under test
+/// (a pointer whose provenance spans every copy), and the size of one copy. One test
+/// at a time sets them.
+static COPIES: Mutex<(usize, usize)> = Mutex::new((0, 0));
+static BASE: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
 /// NVSHMEM completions waited for (`quiet`), over all threads.
 static QUIETS: AtomicUsize = AtomicUsize::new(0);
 
@@ -37,22 +39,26 @@ fn with_pes<T, R>(copies: &[T], body: impl FnOnce() -> R) -> R {
     let _one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
-    *COPIES.lock().unwrap() = copies
-        .iter()
-        .map(|copy| std::ptr::from_ref(copy) as usize)
-        .collect();
+    BASE.store(copies.as_ptr().cast::<u8>().cast_mut(), Ordering::Relaxed);
+    *COPIES.lock().unwrap() = (copies.len(), size_of::<T>());
     QUIETS.store(0, Ordering::Relaxed);
     body()
 }
 
 /// `word` (in the calling PE's copy) as it lies in PE `pe`'s copy.
 fn on_pe(word: &BusWord, pe: u32) -> &BusWord {
-    let copies = COPIES.lock().unwrap();
-    let distance = copies[pe as usize] as isize - copies[MY_PE.with(Cell::get)] as isize;
-    // SAFETY: the copies are elements of one slice of one type, alive for the test
-    // (`with_pes`'s borrow), so the word at the same offset of PE `pe`'s copy is a live
-    // `BusWord` of the same allocation.
-    unsafe { &*std::ptr::from_ref(word).byte_offset(distance) }
+    let (count, size) = *COPIES.lock().unwrap();
+    let base = BASE.load(Ordering::Relaxed);
+    let mine = MY_PE.with(Cell::get);
+    assert!(
+        mine < count && (pe as usize) < count,
+        "PE {pe} or {mine} of {count}"
+    );
+    let offset = std::ptr::from_ref(word).addr() - base.addr() - mine * size;
+    // SAFETY: the copies are the elements of one slice of one type, alive for the test
+    // (`with_pes`'s borrow), and `base` its start, with provenance over all of it: the
+    // word at the same offset of PE `pe`'s copy is a live `BusWord` there.
+    unsafe { &*base.add(pe as usize * size + offset).cast::<BusWord>() }
 }
 
 /// A CPU thread playing the GPU of PE `MY_PE`: host atomics on its own copy, and its
