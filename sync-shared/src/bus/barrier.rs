@@ -99,7 +99,7 @@ impl<B: Side> BusBarrier<B> {
                 "n = 0, but an arrival must count at least 1",
             );
         }
-        let first = count.add_with::<B>(n, "BusBarrier::arrive", |first| {
+        let first = count.add_with::<B>(n, "BusBarrier::arrive", false, |first| {
             let phase = first / parties;
             // An arrival at phase k comes after its participant saw phase k - 1
             // complete, so the other side's count it can see is at least k * parties.

@@ -82,14 +82,23 @@ impl PublishedCount<'_> {
     }
 
     /// Adds `n` units (owning side only): `fill(first)` runs after the units' sequence
-    /// numbers `first..first + n` are reserved and before they are published.
+    /// numbers `first..first + n` are reserved and before they are published. Only an
+    /// object that `may_cross` PEs (a `GpuToGpu` semaphore) reads its crossing: the
+    /// others' GPU lines may lie in mapped host memory, where each read crosses PCIe.
     #[inline]
     pub(crate) fn add_with<B: Side>(
         &self,
         n: u64,
         operation: &'static str,
+        may_cross: bool,
         fill: impl FnOnce(u64),
     ) -> u64 {
+        // Read before the reservation: its latency overlaps the reservation's.
+        let reading_pe = if may_cross {
+            self.reading_pe::<B>()
+        } else {
+            None
+        };
         let first = B::fetch_add_side(B::side_word(self.reserved), n, Ordering::Relaxed);
         if first & EXCLUSIVE != 0 {
             misuse(
@@ -107,22 +116,24 @@ impl PublishedCount<'_> {
             count: self,
             first,
             n,
+            reading_pe,
             _side: core::marker::PhantomData,
         };
         fill(first);
         core::mem::forget(publish_on_unwind);
-        self.publish::<B>(first, n);
+        self.publish::<B>(first, n, reading_pe);
         first
     }
 
-    /// Stores `first + n` once every unit before `first` is published.
+    /// Stores `first + n` once every unit before `first` is published (also to
+    /// `reading_pe`'s copy).
     #[inline]
-    fn publish<B: Side>(&self, first: u64, n: u64) {
+    fn publish<B: Side>(&self, first: u64, n: u64, reading_pe: Option<u32>) {
         let mut round = 0;
         while B::load_bus(self.published, Ordering::Acquire) != first {
             B::pause(&mut round);
         }
-        self.store_published::<B>(first + n, self.reading_pe::<B>(), true);
+        self.store_published::<B>(first + n, reading_pe, true);
     }
 
     /// The PE whose copy of the object the reading side polls, where the adding side
@@ -196,12 +207,13 @@ struct PublishOnUnwind<'a, B: Side> {
     count: &'a PublishedCount<'a>,
     first: u64,
     n: u64,
+    reading_pe: Option<u32>,
     _side: core::marker::PhantomData<fn() -> B>,
 }
 
 impl<B: Side> Drop for PublishOnUnwind<'_, B> {
     fn drop(&mut self) {
-        self.count.publish::<B>(self.first, self.n);
+        self.count.publish::<B>(self.first, self.n, self.reading_pe);
     }
 }
 

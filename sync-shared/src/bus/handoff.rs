@@ -19,23 +19,27 @@ struct Direct<'a> {
     released: PublishedCount<'a>,
     /// Acquiring side's word: units acquired; `EXCLUSIVE` while a [`Consumer`] owns it.
     taken: &'a SideLine,
+    /// Whether the releasing side's line may name another PE (only a `GpuToGpu`
+    /// semaphore is placed in NVSHMEM's heap).
+    may_cross: bool,
 }
 
 impl<'a> Direct<'a> {
     fn release_with<B: Side>(self, n: u64, fill: impl FnOnce(u64)) -> u64 {
         self.released
-            .add_with::<B>(n, "HandoffSemaphore::release", fill)
+            .add_with::<B>(n, "HandoffSemaphore::release", self.may_cross, fill)
     }
 
     fn producer<B: Side>(self) -> Option<Producer<'a, B>> {
         let count = self.released.claim::<B>()?;
+        let reading_pe = match self.may_cross {
+            true => self.released.reading_pe::<B>(),
+            false => None,
+        };
         Some(Producer {
             released: self.released,
             count,
-            reading_pe: self
-                .released
-                .reading_pe::<B>()
-                .map_or(0, |pe| u64::from(pe) + 1),
+            reading_pe: reading_pe.map_or(0, |pe| u64::from(pe) + 1),
             _side: PhantomData,
         })
     }
@@ -160,6 +164,8 @@ impl<D: Direction, B: Side> HandoffSemaphore<D, B> {
                 reserved: &self.reserved,
             },
             taken: &self.taken,
+            may_cross: D::PRODUCER as u8 == SideKind::Gpu as u8
+                && D::CONSUMER as u8 == SideKind::Gpu as u8,
         }
     }
 
@@ -289,6 +295,7 @@ impl<B: Side> HandoffChannel<B> {
                 reserved,
             },
             taken,
+            may_cross: false,
         }
     }
 
@@ -304,6 +311,7 @@ impl<B: Side> HandoffChannel<B> {
                 reserved,
             },
             taken,
+            may_cross: false,
         }
     }
 

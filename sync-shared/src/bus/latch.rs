@@ -77,7 +77,7 @@ impl<B: Side> BusLatch<B> {
             published: self.counted.of(B::KIND),
             reserved,
         };
-        mine.add_with::<B>(n, "BusLatch::count_down", |first| {
+        mine.add_with::<B>(n, "BusLatch::count_down", false, |first| {
             let seen = B::load_bus(self.counted.of(other), Ordering::Relaxed);
             if first + n + seen > self.expected {
                 misuse(
