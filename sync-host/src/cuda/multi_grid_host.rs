@@ -75,7 +75,11 @@ impl HostPartyWords {
             .fold(0_u32, u32::saturating_add);
         let ranks = group.size();
         let memory = gpu.host_memory_for_processes(group, Self::bytes(ranks) / 4)?;
-        let host = NonNull::from(&memory.host_u64s()[0]).cast::<u64>();
+        // The slice's pointer, whose provenance spans every line (a reference to one
+        // word would cover that word only).
+        let host = NonNull::new(memory.host_u64s().as_ptr().cast_mut())
+            .expect("a mapping is not null")
+            .cast::<u64>();
         Ok(Self {
             host,
             device: memory.device_address(),
