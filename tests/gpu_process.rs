@@ -4,9 +4,11 @@
 //!
 //! Needs two GPUs: without a CUDA driver each test prints "skipped: no CUDA driver",
 //! with one GPU "skipped: fewer than two GPUs". The barrier tests take every GPU of the
-//! machine; the `System` barrier, death and trap tests GPUs 0 and 1. The tests of the
-//! barrier in NVSHMEM's symmetric heap (`MultiGrid::join_nvshmem`, and crossing through
-//! NVSHMEM's signal operations, `MultiGrid::join_nvshmem_signals`) need NVSHMEM 3
+//! machine; the `System` barrier, death, trap, handoff and host-party tests
+//! (`MultiGrid::join_with_host_parties`) GPUs 0 and 1. The tests of the barrier in
+//! NVSHMEM's symmetric heap (`MultiGrid::join_nvshmem`, and crossing through NVSHMEM's
+//! signal operations, `MultiGrid::join_nvshmem_signals`) and of the handoff through
+//! NVSHMEM's signals (`Nvshmem::handoff`) need NVSHMEM 3
 //! (`NVSHMEM_HOME`, or an active Python environment with the `nvidia-nvshmem-cu13`
 //! wheel): without it they print "skipped: no NVSHMEM"; the signal tests also need the
 //! NVSHMEM shim built (`NVSHMEM_HOME` at build time, the release loaded at run time).
