@@ -18,7 +18,7 @@ use crate::stop_token::StopSource;
 /// when either is set.
 ///
 /// Placed in NVSHMEM's symmetric heap for a job's PEs, a GPU's request reaches every
-/// PE's copy; a host's request reaches its own PE's kernels only.
+/// PE's copy (the copies lie in GPU memory, which host threads do not reach).
 ///
 /// Counterpart: `std::stop_source` across the bus. Callbacks stay on the side that
 /// registered them: a GPU cannot run a host closure, so host callbacks live on an

@@ -120,8 +120,9 @@ impl Nvshmem {
     /// a kernel's request reaches every PE's copy (NVSHMEM's signal set to each, after
     /// a fence, delivered before `request_stop` returns), and of all the kernels'
     /// requests exactly one returns `true` (a compare-and-swap on PE 0's copy of the
-    /// claim). A host thread's request reaches only its own PE's kernels. Collective,
-    /// as [`handoff`](Self::handoff).
+    /// claim). The copies lie in GPU memory, which host threads do not reach: a host
+    /// stops the job through a kernel (one that waits on a `BusStopSource` in mapped
+    /// memory and forwards the request, say). Collective, as [`handoff`](Self::handoff).
     ///
     /// # Errors
     ///
